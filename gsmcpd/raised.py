@@ -1,5 +1,7 @@
 """An exception as messages name it."""
 
+from traceback import TracebackException
+
 from gsmcpd.image import own
 from gsmcpd.wire.frames import carried
 
@@ -32,3 +34,70 @@ def raised_importing(exc: BaseException, package: str) -> str:
             found = name
         traceback = traceback.tb_next
     return raised(exc) if found is None else f"raised importing its submodule {found}: {raised(exc)}"
+
+
+def traceback_text(error: BaseException, tb, *, compact: bool = False) -> str:
+    """traceback.format_exception's text, each exception of the chain (causes, contexts, a
+    group's) named by its class's `__module__` and `__qualname__` as type keeps them: the
+    traceback module asks the class, whose metaclass may make either raise (it then failed
+    with that error, not the one raised). Such a chain is told through stand-ins, so named,
+    as no version's TracebackException lets its names be given (3.13 asks as it is made)."""
+    chain = _chain(error)
+    if all(type(type(one)) is type for one in chain):   # a plain class's names are type's own
+        shown = error
+    else:
+        made: dict[int, BaseException] = {}
+        for one in reversed(chain):   # a group's exceptions before it
+            made[id(one)] = _stand_in(one, made)
+        for one in chain:
+            stand_in = made[id(one)]
+            stand_in.__traceback__ = one.__traceback__
+            stand_in.__cause__ = None if one.__cause__ is None else made[id(one.__cause__)]
+            stand_in.__context__ = None if one.__context__ is None else made[id(one.__context__)]
+            stand_in.__suppress_context__ = one.__suppress_context__
+        shown = made[id(error)]
+    return "".join(TracebackException(type(shown), shown, tb, compact=compact).format())
+
+
+def _chain(error: BaseException) -> list[BaseException]:
+    """`error` and every exception the traceback tells with it, each once, each before
+    the exceptions of a group (its causes, contexts and a group's exceptions)."""
+    found, pending, seen = [], [error], set()
+    while pending:
+        one = pending.pop(0)
+        if one is None or id(one) in seen:
+            continue
+        seen.add(id(one))
+        found.append(one)
+        pending += [one.__cause__, one.__context__,
+                    *(one.exceptions if isinstance(one, BaseExceptionGroup) else ())]
+    return found
+
+
+_SYNTAX_FIELDS = ("filename", "lineno", "offset", "text", "end_lineno", "end_offset", "msg", "print_file_and_line")
+
+
+def _stand_in(error: BaseException, made: dict) -> BaseException:
+    """An exception told as `error` is, its class named as type keeps `error`'s: its text,
+    its notes, a SyntaxError's place, a group's exceptions (their stand-ins, in `made`)."""
+    kind = type(error)
+    try:
+        text = str(error)
+    except Exception:
+        text = "<exception str() failed>"   # as the traceback module says it
+    base = (SyntaxError if issubclass(kind, SyntaxError) else
+            (ExceptionGroup if issubclass(kind, Exception) else BaseExceptionGroup)
+            if issubclass(kind, BaseExceptionGroup) else Exception if issubclass(kind, Exception) else BaseException)
+    named = type(own.NAME(kind), (base,), {"__module__": own.module_of(kind), "__qualname__": own.QUALNAME(kind),
+                                          "__str__": lambda self: text})
+    if issubclass(base, BaseExceptionGroup):
+        stand_in = named(error.message, [made[id(one)] for one in error.exceptions])
+    else:
+        stand_in = named()
+    if base is SyntaxError:
+        for field in _SYNTAX_FIELDS:
+            setattr(stand_in, field, getattr(error, field, None))
+    notes = getattr(error, "__notes__", None)
+    if notes is not None:
+        stand_in.__notes__ = notes
+    return stand_in

@@ -4,6 +4,11 @@ names a class of the code's. Each such tool failed with the metaclass's error
 deletion was made though the module no longer imports. They are named as Python made them
 (gsmcpd.image.own.NAME), as raised() names an exception.
 
+So too classes whose metaclass gives a `__module__` and `__qualname__` that raise
+(oddly.placed: every browse, test, mutation tool and execute_code's traceback failed with
+`RuntimeError: no module`), named by own.module_of and own.QUALNAME; and one whose body
+binds `__module__ = 42`, named by its qualified name alone, as Python's repr names it.
+
 One daemon for the module, on a throwaway image.
 """
 
@@ -81,7 +86,62 @@ class Random:
 if not hasattr(Random, "choice"):
     raise Oops("gone")
 """
-FILES = {"oddly/__init__.py": "", "oddly/named.py": NAMED, "oddly/test_named.py": TESTS, "oddly/drawn.py": DRAWN}
+PLACED = """class Placeless(type):
+    @property
+    def __module__(cls):
+        raise RuntimeError("no module")
+
+    def __getattribute__(cls, name):
+        if name == "__qualname__":
+            raise RuntimeError("no qualname")
+        return super().__getattribute__(name)
+
+
+class Spot(metaclass=Placeless):
+    def where(self):
+        return 1
+
+
+class Nook(Spot):
+    label: str = "nook"
+
+    def corner(self):
+        return 2
+
+
+class Odd(Exception, metaclass=Placeless):
+    pass
+
+
+class Numbered:
+    __module__ = 42
+
+    def count(self):
+        return 3
+"""
+PLACED_TESTS = """import unittest
+
+from oddly.placed import Odd, Placeless
+
+
+class TestCased(unittest.TestCase, metaclass=Placeless):
+    def test_sub(self):
+        with self.subTest(i=1):
+            raise Odd("sub")
+
+    def test_passes(self):
+        pass
+
+
+class TestPlaced(metaclass=Placeless):
+    def test_raises(self):
+        raise Odd("odd")
+
+    def test_passes(self):
+        pass
+"""
+FILES = {"oddly/__init__.py": "", "oddly/named.py": NAMED, "oddly/test_named.py": TESTS, "oddly/drawn.py": DRAWN,
+         "oddly/placed.py": PLACED, "oddly/test_placed.py": PLACED_TESTS}
 
 
 @pytest.fixture(scope="module")
@@ -138,3 +198,60 @@ def test_a_deletion_whose_trial_import_raises_such_an_exception_is_refused_namin
     failure = refused["structuredContent"]["error"]
     assert (failure["kind"], failure["importFailure"]["error"]) == ("refused", "Oops"), refused
     assert "it failed with Oops: gone, on line 13" in refused["content"][0]["text"]
+
+
+def test_a_class_whose_metaclass_module_and_qualname_raise_is_browsed(c):
+    described = call_tool(c, "describe_class", {"className": "oddly.placed.Nook"})["content"][0]["text"]
+    assert "mro: oddly.placed.Nook -> oddly.placed.Spot -> object" in described, described
+    assert "metaclass: Placeless" in described   # its own __module__ is the property: no str
+    assert "instance variables: label" in described
+    methods = structured(c, "list_methods", className="oddly.placed.Nook")["methods"]["instance"]
+    assert [(m["name"], m["definedIn"]) for m in methods] == [("corner", "oddly.placed.Nook"),
+                                                               ("where", "oddly.placed.Spot")]
+    hierarchy = call_tool(c, "get_class_hierarchy", {"className": "oddly.placed.Spot"})["content"][0]["text"]
+    assert "subclasses: oddly.placed.Nook" in hierarchy, hierarchy
+    assert structured(c, "get_method_source", className="oddly.placed.Spot", selector="where")
+
+
+def test_a_class_whose_body_binds_module_to_no_str_is_named_by_its_qualified_name_alone(c):
+    described = call_tool(c, "describe_class", {"className": "oddly.placed.Numbered"})["content"][0]["text"]
+    assert "mro: Numbered -> object" in described, described
+    assert error(c, "compile_method", "refused", className="oddly.placed.Numbered",
+                 source="def count(self):\n    return 4\n").startswith(
+        "oddly.placed.Numbered cannot be modified: oddly.placed binds it to a class whose "
+        "__module__ is of type int, no str, and the tools cannot tell")
+
+
+def test_a_test_of_such_a_class_raising_such_an_exception_is_reported(c):
+    ran = structured(c, "run_test_class", className="oddly.test_placed.TestPlaced")
+    assert (ran["run"], ran["passed"]) == (2, 1), ran
+    assert [(f["test"], f["exception"]) for f in ran["failed"]] == [("oddly.test_placed.TestPlaced.test_raises", "Odd")]
+    cased = structured(c, "run_test_class", className="oddly.test_placed.TestCased")   # unittest's style
+    assert (cased["run"], cased["passed"]) == (2, 1), cased
+    assert [(f["test"], f["exception"]) for f in cased["failed"]] == [
+        ("oddly.test_placed.TestCased.test_sub (i=1)", "Odd")]
+    one = structured(c, "run_test_method", className="oddly.test_placed.TestCased", selector="test_passes")
+    assert (one["run"], one["passed"]) == (1, 1), one
+    told = call_tool(c, "describe_test_failure", {"className": "oddly.test_placed.TestPlaced",
+                                                  "selector": "test_raises"})
+    assert "oddly.placed.Odd: odd" in told["content"][0]["text"], told
+
+
+def test_execute_code_raising_such_an_exception_shows_its_traceback(c):
+    result = call_tool(c, "execute_code", {"code": "from oddly.placed import Odd\nraise Odd('x')"})
+    assert result["isError"], result
+    assert result["content"][0]["text"].endswith("oddly.placed.Odd: x"), result
+
+
+def test_such_classes_are_compiled_deleted_and_aborted(c):
+    assert structured(c, "compile_method", className="oddly.placed.Spot", source="def where(self):\n    return 5\n")
+    assert run(c, "from oddly.placed import Nook\nNook().where()") == "5"
+    refused = error(c, "delete_class", "refused", className="oddly.placed.Spot")
+    assert refused.startswith(
+        "oddly.placed.Spot has subclasses in the image: oddly.placed.Nook (oddly.placed line "), refused
+    assert structured(c, "delete_method", className="oddly.placed.Nook", selector="corner")
+    source = "class Nook(Spot):\n    def corner(self):\n        return 6\n"
+    assert structured(c, "compile_class_definition", dictionaryName="oddly.placed", source=source)
+    assert run(c, "from oddly.placed import Nook\nNook().corner()") == "6"
+    assert "oddly.placed," in call_tool(c, "abort", {})["content"][0]["text"]   # re-imported
+    assert run(c, "from oddly.placed import Nook\nNook().corner()") == "6"

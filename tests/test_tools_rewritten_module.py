@@ -223,7 +223,8 @@ def test_a_module_that_is_no_string_is_no_crash_where_another_class_of_the_name_
     files = {"a.py": 'class T:\n    __module__ = "x"\n', "b.py": 'class T:\n    __module__ = ["x"]\n',
              "c.py": "from b import T\n\n\nclass U(T):\n    pass\n"}
     client = Client(views(write_image(tmp_path / "image", files)))
-    assert client.ok("describe_class", className="U")["structuredContent"]["bases"] == ["['x'].T"]
+    # Named by its qualified name alone, as Python's repr names a class whose __module__ is no str.
+    assert client.ok("describe_class", className="U")["structuredContent"]["bases"] == ["T"]
 
 
 def test_naming_a_run_time_class_parses_no_module_without_module_and_asks_each_once(tmp_path, views, monkeypatch):

@@ -368,7 +368,7 @@ def _made_at_run_time(view: View, modules: list[str], name: str) -> str:
             continue
         loaded = view.module(module)
         obj = own.namespace(loaded).get(name)
-        if isinstance(obj, type) and obj.__module__ == module and view.rewritten_home(obj) is None:
+        if isinstance(obj, type) and own.module_of(obj) == module and view.rewritten_home(obj) is None:
             hints.append(f"; {module}.{name} is a class made at run time (bound at line {line}) "
                          "by no class statement, so its source cannot be browsed or edited")
     return "".join(hints)
@@ -405,9 +405,11 @@ def _made_by_its_statement(view: View, ref: ClassRef, cls: type) -> bool:
     tree = view.tree(ref.module)
     nodes = [] if tree is None else [node for _, node in splice.class_statements(tree, ref.name)]
     written = {target.id for node in nodes for statement in node.body for target in ast.walk(statement)
-               if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store)}
-    return (("__module__" in written or cls.__module__ == ref.module or view.rewritten_home(cls) == ref.module)
-            and ("__qualname__" in written or cls.__qualname__ == ref.name)
+               if isinstance(target, ast.Name) and isinstance(target.ctx, ast.Store)} | {
+        statement.name for node in nodes for statement in node.body   # a metaclass's `def __module__`
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef))}
+    return (("__module__" in written or own.module_of(cls) == ref.module or view.rewritten_home(cls) == ref.module)
+            and ("__qualname__" in written or own.QUALNAME(cls) == ref.name)
             and not view.rebound_from(cls, ref.module, ref.name))
 
 
@@ -416,13 +418,13 @@ def not_its_class(view: View, ref: ClassRef, obj: object) -> str:
     statement makes, for a refusal or a browse from source."""
     tree = view.tree(ref.module)
     # Of its module and name: no other module's class (`from _collections import OrderedDict`).
-    if (isinstance(obj, type) and obj.__module__ == ref.module and own.QUALNAME(obj) == ref.name
+    if (isinstance(obj, type) and own.module_of(obj) == ref.module and own.QUALNAME(obj) == ref.name
             and tree is not None and view.rebound_from(obj, ref.module, ref.name)):
         return (f"{ref.qualified} is bound to a class made at run time (at line "
                 f"{_last_binding_line(tree, ref.name)}) once {ref.module} is imported, not to the "
                 "class its class statement makes")
     if _module_set_outside(view, ref, obj):
-        return (f"{ref.qualified} is bound to a class whose __module__ ({obj.__module__!r}) is set "
+        return (f"{ref.qualified} is bound to a class whose __module__ ({own.module_of(obj)!r}) is set "
                 "outside its class statement (by a decorator, its metaclass, or code below it or in "
                 "another module), so the tools cannot tell it is the class the statement in "
                 f"{ref.module} makes: they "
@@ -500,7 +502,7 @@ def _module_set_outside(view: View, ref: ClassRef, obj: object) -> bool:
     was compiled from that module's file, or (a class of no such function) the image module
     its `__module__` names has no class statement of its name."""
     if not (isinstance(obj, type) and own.is_heap_type(obj) and own.QUALNAME(obj) == ref.name
-            and isinstance(obj.__module__, str) and obj.__module__ != ref.module):
+            and own.module_of(obj) not in (None, ref.module)):
         return False
     module = view.module(ref.module)
     filename = getattr(module, "__file__", None)
@@ -509,7 +511,8 @@ def _module_set_outside(view: View, ref: ClassRef, obj: object) -> bool:
     codes = [code for code in own.function_codes(obj) if code.co_filename.startswith(view.filename(""))]
     if codes:
         return any(code.co_filename == filename for code in codes)
-    tree = view.tree(obj.__module__) if view.has_module(obj.__module__) else None
+    home = own.module_of(obj)
+    tree = view.tree(home) if view.has_module(home) else None
     return tree is not None and not splice.class_statements(tree, ref.name)
 
 
@@ -732,7 +735,7 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
     if isinstance(obj, type) and not view.defines(obj) and not written:
         raise ToolError("refused", f"{ref.qualified} is bound to {bound_object(view, obj)}, "
                         f"which the image does not define; {remedy}")
-    if isinstance(obj, type) and obj.__qualname__ == ref.name and splice.binds(
+    if isinstance(obj, type) and own.QUALNAME(obj) == ref.name and splice.binds(
             class_node(view, ref).body, "__module__", star=False):
         raise ToolError("refused", _unsure_module(ref, obj))
     # `_auto_null = _auto_null()`, `Gone = None`, `from _datetime import *` below the class
@@ -745,9 +748,10 @@ def mutable_class(view: View, name: str) -> tuple[ClassRef, type | None]:
 def _unsure_module(ref: ClassRef, cls: type) -> str:
     """Why a class whose class statement sets `__module__` to no string it has, or whose
     string another module's statement writes too (View.rewritten_home), is refused."""
-    module = vars(cls).get("__module__")
+    module = own.module_of(cls)
+    said = repr(module) if module is not None else f"of type {own.NAME(type(own.DICT(cls).get('__module__')))}, no str"
     return (f"{ref.qualified} cannot be modified: {ref.module} binds it to a class whose "
-            f"__module__ is {module!r}, and the tools cannot tell that class is the one its "
+            f"__module__ is {said}, and the tools cannot tell that class is the one its "
             "class statement makes: they can when the statement assigns that very string to "
             "__module__ (`__module__ = \"pkg\"`) and no other image module binds the class by "
             "such a statement of its own; edit the module's file in an editor, then refresh")
@@ -759,16 +763,15 @@ def bound_object(view: View, obj: object) -> str:
     if obj is None:
         return "None"
     if isinstance(obj, type):
-        return f"{view.home(obj)}.{obj.__qualname__}"
-    kind = type(obj)
-    return f"an instance of {view.home(kind)}.{kind.__qualname__}"
+        return view.qualified(obj)
+    return f"an instance of {view.qualified(type(obj))}"
 
 
 def image_subclasses(view: View, cls: type) -> list[str]:
     """The image's subclasses of `cls`, by qualified name: those its modules make as they
     run, nested in another class too (`m2.Outer.Inner`: a change to `cls` leaves that class
     statement failing as it does a top-level one's)."""
-    return sorted(f"{view.home(sub)}.{sub.__qualname__}" for sub in image_subclass_classes(view, cls))
+    return sorted(view.qualified(sub) for sub in image_subclass_classes(view, cls))
 
 
 def image_subclass_classes(view: View, cls: type) -> list[type]:
@@ -789,7 +792,7 @@ def with_nested(view: View, cls: type) -> list[type]:
         seen.add(id(outer))
         found.append(outer)
         pending += [inner for inner in vars(outer).values() if isinstance(inner, type)
-                    and inner.__qualname__.rpartition(".")[0] == outer.__qualname__
+                    and own.QUALNAME(inner).rpartition(".")[0] == own.QUALNAME(outer)
                     and view.makes(inner)]
     return found
 
@@ -797,8 +800,7 @@ def with_nested(view: View, cls: type) -> list[type]:
 def image_classes_made_by(view: View, meta: type) -> list[str]:
     """The image's classes that have `meta` (or a metaclass derived from it) as their
     metaclass, nested in another class too; none unless `meta` is a metaclass."""
-    return sorted(f"{view.home(made)}.{made.__qualname__}"
-                  for made in image_class_objects_made_by(view, meta))
+    return sorted(view.qualified(made) for made in image_class_objects_made_by(view, meta))
 
 
 def image_class_objects_made_by(view: View, meta: type) -> list[type]:

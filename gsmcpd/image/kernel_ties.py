@@ -36,7 +36,7 @@ def ties(name: str, module, is_kernel) -> list[tuple[type, str, str]]:
     items = list(own.namespace(module).items())   # none of a stand-in with no namespace
     for value, bound in _bound_names(name, items).values():
         try:
-            found += [(tied, how, bound) for tied, how in _tied_to(value) if is_kernel(_module_of(tied))]
+            found += [(tied, how, bound) for tied, how in _tied_to(value) if is_kernel(own.module_of(tied))]
         except Exception:   # what one class does (a metaclass's __subclasses__): the others are still told
             continue
     return found
@@ -50,9 +50,9 @@ def _bound_names(name: str, items) -> dict[int, tuple[type, str]]:
     classes: dict[int, tuple[type, str]] = {}
     for bound, value in items:
         try:
-            if not (isinstance(value, type) and _module_of(value) == name):
+            if not (isinstance(value, type) and own.module_of(value) == name):
                 continue
-            if id(value) not in classes or bound == _qualname(value):
+            if id(value) not in classes or bound == own.QUALNAME(value):
                 classes[id(value)] = (value, bound)
         except Exception:   # a class whose reading raises (a heap type with no __module__)
             continue
@@ -97,24 +97,13 @@ def _registered(cls) -> list[type]:
     return [registered for ref in list(refs) if (registered := ref()) is not None]
 
 
-def _module_of(cls) -> str | None:
-    """The name of the module that made `cls`, as its own dict says (a metaclass's
-    property of that name answers anything)."""
-    name = type.__dict__["__module__"].__get__(cls)
-    return name if isinstance(name, str) else None
-
-
-def _qualname(cls) -> str:
-    return type.__dict__["__qualname__"].__get__(cls)
-
-
 def _named(cls) -> str:
     """A kernel class told as its module binds it, as _bound_names tells an image module's
     class (a factory's `Meter = make()`, not `make.<locals>.X`); one its module does not
     bind (or that is gone from sys.modules) by its __qualname__."""
-    module_name = _module_of(cls)
+    module_name = own.module_of(cls)
     items = list(own.namespace(sys.modules.get(module_name or "")).items())
-    _, bound = _bound_names(module_name, items).get(id(cls), (cls, _qualname(cls)))
+    _, bound = _bound_names(module_name, items).get(id(cls), (cls, own.QUALNAME(cls)))
     return f"{module_name}.{bound}"
 
 

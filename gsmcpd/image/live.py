@@ -194,8 +194,7 @@ def subclasses_of(cls: type) -> list[type]:
 
 
 def _bases_first_by_name(cls: type) -> tuple:
-    module = vars(cls).get("__module__")   # a class body may bind it to anything
-    return len(cls.__mro__), module if isinstance(module, str) else "", cls.__qualname__
+    return len(cls.__mro__), own.module_of(cls) or "", own.QUALNAME(cls)
 
 
 def dataclass_basis(cls: type) -> tuple:
@@ -552,7 +551,7 @@ def made_alike(a, b) -> bool:
 def _plain(value) -> bool:
     """A value of Python's own types (`0`, `"s"`, `list[int]`), its items too for a tuple,
     and its keys and values for a mapping (a field's metadata): `==` compares them."""
-    if type(value).__module__ not in ("builtins", "types", "typing"):
+    if own.module_of(type(value)) not in ("builtins", "types", "typing"):
         return False
     if isinstance(value, (dict, MappingProxyType)):
         return all(_plain(key) and _plain(item) for key, item in value.items())

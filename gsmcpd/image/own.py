@@ -11,6 +11,7 @@ from collections.abc import Mapping
 # property that raises, or gives a lone surrogate) failed each tool that asked it.
 NAME = type.__dict__["__name__"].__get__
 QUALNAME = type.__dict__["__qualname__"].__get__
+_MODULE = type.__dict__["__module__"].__get__
 DICT = type.__dict__["__dict__"].__get__
 _FLAGS = type.__dict__["__flags__"].__get__
 _HEAP_TYPE = 1 << 9
@@ -31,6 +32,38 @@ def namespace(obj) -> Mapping:
     except Exception:
         return _NO_NAMESPACE
     return found if isinstance(found, (dict, types.MappingProxyType)) else _NO_NAMESPACE
+
+
+def module_of(obj) -> str | None:
+    """The module an object names as its own `__module__`: a class's as its dictionary
+    holds it (a C type's from its name), whatever its metaclass binds to that name (a
+    property that raises). None when that is no str (a class body may bind `__module__ =
+    42`; Python's repr then names the class by its qualified name alone), when a class has
+    none, or when reading another object's raises."""
+    kind = type(obj)   # not isinstance: it would read the object's own `__class__`
+    if issubclass(kind, type):
+        try:
+            module = _MODULE(obj)
+        except AttributeError:   # `type(...)` called where globals have no __name__
+            return None
+    else:
+        module = _attribute(obj, "__module__")
+    return str.__str__(module) if issubclass(type(module), str) else None   # a str subclass's own __str__ not run
+
+
+def qualname_of(obj) -> str | None:
+    """An object's `__qualname__`: a class's as `type` keeps it (QUALNAME), another's (a
+    function's, the wrapper functools.lru_cache makes of one) as it answers; None when
+    that is no str or reading it raises."""
+    name = QUALNAME(obj) if issubclass(type(obj), type) else _attribute(obj, "__qualname__")
+    return str.__str__(name) if issubclass(type(name), str) else None
+
+
+def _attribute(obj, name: str):
+    try:   # any object's: a wrapper's may be a property that raises
+        return getattr(obj, name, None)
+    except Exception:
+        return None
 
 
 def has_namespace(obj) -> bool:

@@ -73,9 +73,9 @@ def classes_compiled_from(filename: str, objects: list) -> list[type]:
     found = []
     for value in objects:
         if issubclass(type(value), type):   # not isinstance: it asks __class__, which may be anything's
-            namespace = own.DICT(value)
-            module = namespace.get("__module__")
-            if type(namespace.get("__firstlineno__")) is int and type(module) is str and _file_of(module) == filename:
+            module = own.module_of(value)
+            if (type(own.DICT(value).get("__firstlineno__")) is int and module is not None
+                    and _file_of(module) == filename):
                 found.append(value)
     return found
 

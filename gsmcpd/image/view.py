@@ -643,9 +643,8 @@ class View:
         module by that module's own source (by identity, not by name), a class or def
         statement at its top level or in a module-level block; the module found by its
         `__module__` (`writes` counts a class whose body rewrote that too)."""
-        module_name = getattr(obj, "__module__", None)
-        qualname = getattr(obj, "__qualname__", None)
-        if not (isinstance(module_name, str) and isinstance(qualname, str) and "." not in qualname):
+        module_name, qualname = own.module_of(obj), own.qualname_of(obj)
+        if not (module_name is not None and qualname is not None and "." not in qualname):
             return False
         if name is not None and name not in (qualname, f"{module_name}.{qualname}"):
             return False
@@ -725,7 +724,7 @@ class View:
         # on which the session has imported yet.
         found = [module for module in self.rewriting_modules(obj)
                  if self.module(module) is not None
-                 and _bound_at(sys.modules[module], obj.__qualname__) is obj]
+                 and _bound_at(sys.modules[module], own.QUALNAME(obj)) is obj]
         return found[0] if len(found) == 1 else None
 
     def rewriting_modules(self, cls: type) -> list[str]:
@@ -737,8 +736,8 @@ class View:
         name = own.QUALNAME(cls) if issubclass(type(cls), type) else None   # not its metaclass's
         if not isinstance(name, str) or not own.is_heap_type(cls):
             return []
-        home = vars(cls).get("__module__")   # as the class body left it, whatever its metaclass says
-        if not isinstance(home, str) or (home in sys.modules and not self.has_module(home)
+        home = own.module_of(cls)
+        if home is None or (home in sys.modules and not self.has_module(home)
                                          and own.namespace(sys.modules.get(home)).get(name) is cls):
             return []
         return self._rewriting_index().get((name, home), [])
@@ -797,19 +796,27 @@ class View:
     def writes(self, obj) -> bool:
         """Whether an image module's own source makes `obj` at its top level: it `defines`
         it, or its class statement there set `__module__` to another name (rewritten_home)."""
-        return self.defines(obj) or (self.rewritten_home(obj) is not None and "." not in obj.__qualname__)
+        return self.defines(obj) or (self.rewritten_home(obj) is not None and "." not in own.QUALNAME(obj))
 
     def written_in(self, obj, module: str) -> bool:
         """Whether `obj` is a class or function that `module`'s own source makes at its top
         level (defines), its `__module__` rewritten or not (rewritten_home). Not `writes(obj)
         and home(obj) == module`: a nested class whose body rewrote `__module__`, bound at the
         top level too (`Inner = Outer.Inner`), is written in its module here, not by writes."""
-        return (self.defines(obj) and obj.__module__ == module) or self.rewritten_home(obj) == module
+        return (self.defines(obj) and own.module_of(obj) == module) or self.rewritten_home(obj) == module
 
-    def home(self, cls: type) -> str:
+    def home(self, cls: type) -> str | None:
         """The module a class is named under: the image module whose class statement made it
-        (rewritten_home) when its body rewrote `__module__`, else its `__module__`."""
-        return self.rewritten_home(cls) or cls.__module__
+        (rewritten_home) when its body rewrote `__module__`, else its `__module__` (as its
+        dictionary holds it, own.module_of); None when that is no str (`__module__ = 42`)."""
+        return self.rewritten_home(cls) or own.module_of(cls)
+
+    def qualified(self, cls: type) -> str:
+        """A class's dotted name as the tools give it: its home and its qualified name, as
+        `type` keeps both; one whose home is none by its qualified name alone, as Python's
+        repr names a class whose `__module__` is no str."""
+        home = self.home(cls)
+        return own.QUALNAME(cls) if home is None else f"{home}.{own.QUALNAME(cls)}"
 
     def makes(self, obj) -> bool:
         """True iff the image module's own source makes the class `obj` as it runs: it
@@ -822,9 +829,8 @@ class View:
         (`make.<locals>.C`), which runs only when called."""
         if self.defines(obj) or self.rewritten_home(obj) is not None:
             return True
-        module_name = getattr(obj, "__module__", None)
-        path = getattr(obj, "__qualname__", "")
-        if not (isinstance(obj, type) and isinstance(module_name, str) and isinstance(path, str)):
+        module_name, path = own.module_of(obj), own.qualname_of(obj)
+        if not (module_name is not None and isinstance(obj, type)):
             return False
         path = path.split(".")
         if len(path) < 2 or not self.has_module(module_name) or not self.owns_module(module_name):
@@ -835,17 +841,17 @@ class View:
         for depth, name in enumerate(path[1:], start=2):
             # A private `__Inner` is bound as `_Outer__Inner`, its qualname keeps `__Inner`.
             enclosing = vars(enclosing).get(splice.mangled(path[depth - 2], name))
-            if not (isinstance(enclosing, type) and enclosing.__qualname__ == ".".join(path[:depth])
+            if not (isinstance(enclosing, type) and own.QUALNAME(enclosing) == ".".join(path[:depth])
                     and self._made_in(enclosing, module_name)):
                 return False
         return enclosing is obj and bool(splice.nested_class_statements(self.tree(module_name),
-                                                                         obj.__qualname__))
+                                                                         own.QUALNAME(obj)))
 
     def _made_in(self, nested: type, module: str) -> bool:
         """Whether a class bound in a class of `module` may be made by that module: named
         by it, or its body there rewrote `__module__` (`class Inner: __module__ = "pkg"`),
         not another module's class bound there (`Inner = other.Outer.Inner`)."""
-        return nested.__module__ == module or module in self.rewriting_modules(nested)
+        return own.module_of(nested) == module or module in self.rewriting_modules(nested)
 
     def assert_mutable(self, obj, name: str) -> None:
         """The kernel guard (McpServer.assert_mutable forwards here): only what

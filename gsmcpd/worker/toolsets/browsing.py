@@ -23,9 +23,8 @@ META = {"meta": bool_prop("true selects the class side (classmethod/staticmethod
 
 def qualname(view, cls: type) -> str:
     """A class's dotted name as the tools give it: under the module whose class statement
-    made it (View.home, whatever its body bound `__module__` to); a builtin's bare."""
-    module = view.home(cls)
-    return cls.__qualname__ if module == "builtins" else f"{module}.{cls.__qualname__}"
+    made it (View.qualified, whatever its body or metaclass bind to `__module__`); a builtin's bare."""
+    return own.QUALNAME(cls) if view.home(cls) == "builtins" else view.qualified(cls)
 
 
 # Descriptors every plain class gets for its instances' attributes; not methods.
@@ -68,12 +67,11 @@ def instance_variables(cls: type | None, node: ast.ClassDef | None) -> list[str]
         slots = cls.__dict__.get("__slots__", ())
         for name in ([slots] if isinstance(slots, str) else slots):
             add(name)
-        # Not cls.__dict__["__annotations__"]: type's is the descriptor for its instances'.
-        try:
-            annotations = inspect.get_annotations(cls)
-        except ValueError:   # not a dict: a `def __annotations__` the class body or an edit wrote
-            annotations = {}
-        for name in annotations:
+        # As its dictionary holds them (not inspect.get_annotations: it asks the class's
+        # `__module__`, which its metaclass may make raise); a getset is type's own, for its
+        # instances', and no dict a `def __annotations__` the class body or an edit wrote.
+        annotations = own.DICT(cls).get("__annotations__")
+        for name in dict.keys(annotations) if isinstance(annotations, dict) else ():
             add(name)
     if node is not None:
         for item in node.body:

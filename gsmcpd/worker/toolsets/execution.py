@@ -19,6 +19,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import own, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
+from gsmcpd.raised import traceback_text
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker import compile_site
 from gsmcpd.worker.memory_limit import data_limit_note
@@ -278,7 +279,7 @@ def _live_counterpart(view, value):
     if issubclass(kind, types.ModuleType):
         module_name, attribute, kind = own.namespace(value).get("__name__"), None, types.ModuleType
     elif issubclass(kind, type) and own.QUALNAME(value) == own.NAME(value):
-        module_name, attribute, kind = vars(value).get("__module__"), own.NAME(value), type
+        module_name, attribute, kind = own.module_of(value), own.NAME(value), type
     elif kind is types.FunctionType and value.__qualname__ == value.__name__:
         module_name, attribute = value.__module__, value.__name__
     else:
@@ -329,7 +330,7 @@ def _traceback(error: BaseException) -> str:
         tb = error.__traceback__
         while tb is not None and tb.tb_frame.f_code.co_filename == _traceback.__code__.co_filename:
             tb = tb.tb_next
-    shown = "".join(traceback.format_exception(type(error), error, tb)).rstrip()
+    shown = traceback_text(error, tb).rstrip()
     if isinstance(error, MemoryError):
         note = data_limit_note()
         if note is not None:          # said first: with a limit in force, the likelier cause

@@ -383,7 +383,7 @@ class MutationToolset(Toolset):
         for a class no image module's source makes."""
         if not self.view.makes(cls):
             return frozenset()
-        statements = splice.nested_class_statements(self.view.tree(self.view.home(cls)), cls.__qualname__)
+        statements = splice.nested_class_statements(self.view.tree(self.view.home(cls)), own.QUALNAME(cls))
         return frozenset.intersection(*(frozenset(live.unvalued_names(node)) for node in statements)
                                       ) if statements else frozenset()
 
@@ -416,7 +416,7 @@ class MutationToolset(Toolset):
         it in `cls`, a read through them (`Sub.run`) fails as `cls`'s does."""
         if not isinstance(cls, type):
             return ()
-        return tuple(_spelled(sub.__qualname__) for sub in live.subclasses_of(cls)
+        return tuple(_spelled(own.QUALNAME(sub)) for sub in live.subclasses_of(cls)
                      if self.view.home(sub) == module_name and self.view.makes(sub)
                      and not any(bound in vars(owner) for owner in sub.__mro__ + type(sub).__mro__
                                  if owner is not cls))
@@ -865,7 +865,7 @@ class MutationToolset(Toolset):
         self.view.load_all()
         subclasses = catalog.image_subclass_classes(self.view, cls)
         if subclasses:
-            nested = list(dict.fromkeys(_enclosing(self.view, sub) for sub in subclasses if "." in sub.__qualname__))
+            nested = list(dict.fromkeys(_enclosing(self.view, sub) for sub in subclasses if "." in own.QUALNAME(sub)))
             holding = (f"; a nested one, which no tool addresses, through the class statement holding "
                        f"it: compile_class_definition on {', '.join(nested)}{_NESTED_ANEW}" if nested else "")
             raise ToolError("refused", f"{module_name}.{name} has subclasses in the image: "
@@ -1065,7 +1065,7 @@ class MutationToolset(Toolset):
                 note += (f"; {name} cannot be made again as written (the dataclass decorator now "
                          f"raises TypeError: {conflict}), so a new session's import of "
                          f"{self.view.home(sub)} fails until {until}")
-        rest = [name if "." not in sub.__qualname__ else f"{_enclosing(self.view, sub)} (holding {name})"
+        rest = [name if "." not in own.QUALNAME(sub) else f"{_enclosing(self.view, sub)} (holding {name})"
                 for sub, name in zip(subclasses, stale) if name not in conflicts and name not in misordered]
         if rest:
             note += (f"; compile_class_definition on {'each of ' if len(rest) > 1 else ''}"
@@ -1173,7 +1173,7 @@ class MutationToolset(Toolset):
                 said.append(f"{qualified} is the metaclass of image classes{where}: {self._placed(meta)}")
             subclasses.update(qualname(self.view, sub) for sub in built)
             made.update(qualname(self.view, sub) for sub in meta)
-            nested.update((id(sub), sub) for sub in built + meta if "." in sub.__qualname__)
+            nested.update((id(sub), sub) for sub in built + meta if "." in own.QUALNAME(sub))
         if not said:
             return
         # A nested class is not addressable: its enclosing top-level class statement is what changes.
@@ -1204,12 +1204,12 @@ class MutationToolset(Toolset):
             tree = self.view.tree(self.view.home(cls))
             if tree is None:
                 node = None
-            elif "." in cls.__qualname__:
-                found = splice.nested_class_statements(tree, cls.__qualname__)
+            elif "." in own.QUALNAME(cls):
+                found = splice.nested_class_statements(tree, own.QUALNAME(cls))
                 node = found[0] if len(found) == 1 else None
             else:
-                node = splice.class_statement(tree, cls.__qualname__)
-            inside = f", in the class statement of {_enclosing(self.view, cls)}" if "." in cls.__qualname__ else ""
+                node = splice.class_statement(tree, own.QUALNAME(cls))
+            inside = f", in the class statement of {_enclosing(self.view, cls)}" if "." in own.QUALNAME(cls) else ""
             placed.append(qualname(self.view, cls) if node is None else
                           f"{qualname(self.view, cls)} ({self.view.home(cls)} line {node.lineno}{inside})")
         return ", ".join(placed)
@@ -1352,12 +1352,12 @@ def _enclosing(view, cls) -> str:
     redefines to make it again."""
     # Its own home: a nested class statement's body does not see the enclosing class's
     # namespace, so a `__module__` that one rewrote is not this one's.
-    return f"{view.home(cls)}.{cls.__qualname__.partition('.')[0]}"
+    return f"{view.home(cls)}.{own.QUALNAME(cls).partition('.')[0]}"
 
 
 def _on_enclosing(view, cls) -> str:
     """' on m2.Outer (whose class statement holds it)' for a nested class; '' for a top-level one."""
-    return "" if "." not in cls.__qualname__ else f" on {_enclosing(view, cls)} (whose class statement holds it)"
+    return "" if "." not in own.QUALNAME(cls) else f" on {_enclosing(view, cls)} (whose class statement holds it)"
 
 
 def _misordered_fields_text(view, cls, pair, unvalued) -> str:

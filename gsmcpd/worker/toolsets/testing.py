@@ -37,18 +37,18 @@ with the traceback from the fixture's own frame.
 from __future__ import annotations
 
 import contextlib
+import functools
 import inspect
 import linecache
 import os
 import platform
 import sys
-import traceback
 import types
 import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import catalog, own
-from gsmcpd.raised import raised
+from gsmcpd.raised import raised, traceback_text
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
@@ -74,6 +74,11 @@ class _Result(unittest.TestResult):
         self._tracebacks = tracebacks
         self.output = None   # what the tests printed (a Capture), set by the run
 
+    def _exc_info_to_string(self, err, test):
+        """unittest's text of a test's exception, named as traceback_text names it."""
+        kind, value, tb = err
+        return traceback_text(value, self._clean_tracebacks(kind, value, tb, test), compact=True)
+
     started = None       # the last test started
     interrupted = None   # the test a break landed in (_run): it has no outcome
 
@@ -82,13 +87,13 @@ class _Result(unittest.TestResult):
         self.started = test
 
     def break_landed(self) -> None:
-        if self.started is not None and not any(e["of"] == self.started.id() for e in self.outcomes):
+        if self.started is not None and not any(e["of"] == id_of(self.started) for e in self.outcomes):
             self.interrupted = self.started
 
     def tally(self, collected: int) -> dict:
         """run, notRun of the `collected` tests (kept from running by a class or module
         fixture, or by a break), and the one a break landed in: neither, but named."""
-        interrupted = {} if self.interrupted is None else {"interrupted": self.interrupted.id()}
+        interrupted = {} if self.interrupted is None else {"interrupted": id_of(self.interrupted)}
         return {"run": self.testsRun - len(interrupted), "notRun": collected - self.testsRun, **interrupted}
 
     def stopTest(self, test):
@@ -99,8 +104,8 @@ class _Result(unittest.TestResult):
     def _record(self, test, outcome, err=None, reason=None):
         # Every text the test made is capped and escaped: one test's 100 MB message or
         # lone surrogate must not make the whole run's answer unsendable.
-        entry = {"test": _shown(test.id(), "the test id"), "outcome": outcome,
-                 "of": getattr(test, "test_case", test).id()}   # a subtest's own test
+        entry = {"test": _shown(id_of(test), "the test id"), "outcome": outcome,
+                 "of": id_of(getattr(test, "test_case", test))}   # a subtest's own test
         if not isinstance(test, unittest.TestCase):   # unittest's stand-in for a class or module fixture
             entry["fixture"] = True
         if err is not None:
@@ -177,7 +182,7 @@ def pytest_outcome(exc_type: type) -> str | None:
     needs no pytest: only tests that use it raise them (Skipped and Failed say their
     module is builtins; their base is _pytest.outcomes.OutcomeException)."""
     names = {own.NAME(c) for c in exc_type.__mro__}
-    if not any(c.__module__ == "_pytest.outcomes" and own.NAME(c) == "OutcomeException"
+    if not any(own.module_of(c) == "_pytest.outcomes" and own.NAME(c) == "OutcomeException"
                for c in exc_type.__mro__):
         return None
     for name, outcome in (("XFailed", "expectedFailure"), ("Failed", "failure"), ("Skipped", "skipped")):
@@ -299,7 +304,7 @@ def _run_ended_by(error: BaseException) -> ToolError:
     tb = error.__traceback__
     while tb is not None and _is_runner_frame(tb.tb_frame):
         tb = tb.tb_next
-    where = "".join(traceback.format_exception(type(error), error, tb)).rstrip()
+    where = traceback_text(error, tb).rstrip()
     whole = (f"{raised(error)}\n(raised by a class or module fixture: outside Exception, it ends the "
              f"whole run, as in unittest, so no test's result is told)\n{where}")
     return ToolError("other", _shown(whole, "the traceback", TRACEBACK_CAP), uncut_length=len(whole))
@@ -335,6 +340,28 @@ def test_method_names(cls: type) -> list[str]:
     return [name for name in names if callable(getattr(cls, name, None))]
 
 
+def case_method_names(cls: type) -> list[str]:
+    """A TestCase's test* methods, as unittest's loader lists them (getTestCaseNames, which
+    also names the class by its `__module__` and `__qualname__`, read through its
+    metaclass: one making them raise failed every test tool on the class)."""
+    loader = unittest.defaultTestLoader
+    names = [name for name in dir(cls) if name.startswith(loader.testMethodPrefix) and callable(getattr(cls, name))]
+    if loader.sortTestMethodsUsing:
+        names.sort(key=functools.cmp_to_key(loader.sortTestMethodsUsing))
+    return names
+
+
+def id_of(test) -> str:
+    """test.id(); unittest's own, of a TestCase (`module.Class.method`) and of a subtest of
+    it, with its class named as `type` keeps it (_dotted): unittest asks the class, whose
+    metaclass may make its `__module__` or `__qualname__` raise."""
+    case = test.test_case if isinstance(test, unittest.case._SubTest) else test
+    if not (isinstance(case, unittest.TestCase) and inspect.getattr_static(type(case), "id") is unittest.TestCase.id):
+        return test.id()   # a class's own id (PlainTestCase's), or unittest's stand-in for a fixture
+    named = f"{_dotted(type(case))}.{case._testMethodName}"
+    return named if case is test else f"{named} {test._subDescription()}"
+
+
 def is_plain_test_class(cls) -> bool:
     """pytest's rule: a class named Test*, not a TestCase, with no __init__ of its own,
     and not marked `__test__ = False` (or any false value: a helper named like a test class)."""
@@ -365,8 +392,8 @@ class PlainTestCase(unittest.TestCase):
     @classmethod
     def for_class(cls, plain_class: type) -> type:
         return type(own.NAME(plain_class), (cls,), {"plain_class": plain_class,
-                                                   "__module__": plain_class.__module__,
-                                                   "__qualname__": plain_class.__qualname__})
+                                                   "__module__": own.module_of(plain_class),
+                                                   "__qualname__": own.QUALNAME(plain_class)})
 
     @classmethod
     def setUpClass(cls):
@@ -386,10 +413,10 @@ class PlainTestCase(unittest.TestCase):
             _call_with_optional_argument(getattr(hook, "__func__", hook), cls.plain_class)
 
     def id(self):
-        return f"{self.plain_class.__module__}.{self.plain_class.__qualname__}.{self.plain_method}"
+        return f"{_dotted(self.plain_class)}.{self.plain_method}"
 
     def __str__(self):
-        return f"{self.plain_method} ({self.plain_class.__module__}.{self.plain_class.__qualname__})"
+        return f"{self.plain_method} ({_dotted(self.plain_class)})"
 
     def _run_plain(self):
         marks = PytestMarks(self.plain_class, self.plain_method)
@@ -542,7 +569,7 @@ class ModuleFixtureSuite(unittest.TestSuite):
             result, exc, self._fixture_names.get(method_name, method_name), parent, info)
 
     def _handleModuleFixture(self, test, result):
-        name = test.__class__.__module__
+        name = own.module_of(type(test))
         if name == self._get_previous_module(result):
             return
         self._handleModuleTearDown(result)
@@ -556,6 +583,11 @@ class ModuleFixtureSuite(unittest.TestSuite):
             result._moduleSetUpFailed = True
             self._createClassOrModuleLevelException(result, error, hook_name, name)
             self._run_module_cleanups(result, hook_name, name)
+
+    def _get_previous_module(self, result):
+        # unittest's, the module read as `type` keeps it: the class's metaclass may make `__module__` raise.
+        previous = getattr(result, "_previousTestClass", None)
+        return None if previous is None else own.module_of(previous)
 
     def _handleModuleTearDown(self, result):
         name = self._get_previous_module(result)
@@ -587,6 +619,13 @@ def _module_hook(module_name: str, names: tuple[str, ...]):
     return None, None
 
 
+def _dotted(cls: type) -> str:
+    """A test class's name as unittest gives it (`module.Class`, util.strclass), read as
+    `type` keeps it (View.qualified): its metaclass may make `__module__` raise."""
+    module = own.module_of(cls)
+    return own.QUALNAME(cls) if module is None else f"{module}.{own.QUALNAME(cls)}"
+
+
 def grouped_by_module(tests: list[unittest.TestCase]) -> list[unittest.TestCase]:
     """The tests with each module's together (in the order the modules first come,
     each module's in their own order), so its module fixture runs once per run, as
@@ -594,8 +633,8 @@ def grouped_by_module(tests: list[unittest.TestCase]) -> list[unittest.TestCase]
     its tests come back after another module's."""
     first = {}
     for test in tests:
-        first.setdefault(test.__class__.__module__, len(first))
-    return sorted(tests, key=lambda test: first[test.__class__.__module__])
+        first.setdefault(own.module_of(type(test)), len(first))
+    return sorted(tests, key=lambda test: first[own.module_of(type(test))])
 
 
 def _call_with_optional_argument(hook, argument) -> None:
@@ -615,7 +654,7 @@ class PytestMarks:
     is not run. Read by name, so the worker needs no pytest; other marks do nothing."""
 
     def __init__(self, plain_class: type, method_name: str):
-        self.module = sys.modules.get(plain_class.__module__)
+        self.module = sys.modules.get(own.module_of(plain_class))
         found = [*_marks_of(getattr(plain_class, method_name)), *_marks_of(plain_class),
                  *_marks_of(self.module)]
         self.marks = [(mark.name, mark.args, mark.kwargs) for mark in found]
@@ -768,7 +807,7 @@ class TestingToolset(Toolset):
     def _tests_of(self, cls: type, selector: str | None = None) -> list[unittest.TestCase]:
         plain = not issubclass(cls, unittest.TestCase)
         # Only what the class's runner would collect: setUp, run or a helper is no test.
-        names = test_method_names(cls) if plain else unittest.TestLoader().getTestCaseNames(cls)
+        names = test_method_names(cls) if plain else case_method_names(cls)
         if not plain and not names and hasattr(cls, "runTest"):
             names = ["runTest"]   # unittest's loader runs a TestCase's runTest when it has no test*
         if selector is not None:
@@ -784,7 +823,7 @@ class TestingToolset(Toolset):
         def test_done(test):
             done.append(test)
             if report_progress:
-                self.progress(len(done), len(tests), message=test.id())
+                self.progress(len(done), len(tests), message=id_of(test))
 
         tests = grouped_by_module(tests)
         for test in tests:
@@ -904,7 +943,7 @@ class TestingToolset(Toolset):
     def describe_test_failure(self, arguments):
         qualified, cls = self._test_class(arguments["className"])
         tests = self._tests_of(cls, arguments["selector"])
-        name = tests[0].id()
+        name = id_of(tests[0])
         with _partial_on_break(lambda result: _interrupted_report(name, result),
                                "what the test printed before it is"):
             result = self._run(tests, report_progress=False, tracebacks=True)
@@ -971,7 +1010,7 @@ def _test_named(cls: type, names: list[str], selector: str) -> str:
     for name in (selector, catalog.python_name(selector)):
         if name in names:
             return name
-    raise ToolError("notFound", f"{cls.__qualname__} has no test method {catalog.echoed(selector)} "
+    raise ToolError("notFound", f"{own.QUALNAME(cls)} has no test method {catalog.echoed(selector)} "
                     f"(its test methods: {catalog.echoed(', '.join(names) or 'none', 2000)})")
 
 
