@@ -6,14 +6,19 @@ from gsmcpd.image import own
 from gsmcpd.wire.frames import carried
 
 
+def exception_text(exc: BaseException) -> str:
+    """str(exc), or what Python's traceback says in its place when the user's own __str__
+    raises: an answer must tell the exception raised, not the one its __str__ raised."""
+    try:
+        return str(exc)
+    except Exception:
+        return "<exception str() failed>"
+
+
 def raised(exc: BaseException) -> str:
     """`ValueError: bad`, or the class alone for one with no text (`SystemExit`, a bare
     `NotImplementedError`), not `SystemExit: ` with nothing after its colon."""
-    try:
-        text = str(exc)
-    except Exception:   # the user's own __str__ raising: said as Python's traceback says it
-        text = "<exception str() failed>"
-    text = carried(text)
+    text = carried(exception_text(exc))
     name = own.NAME(type(exc))
     return f"{name}: {text}" if text else name
 

@@ -277,6 +277,45 @@ def test_pytest_style_outcomes_are_the_ones_pytest_gives(daemon):
         path.unlink()
 
 
+UNPRINTABLE = """\
+import unittest
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("its __str__ fails")
+
+
+class UnprintableTest(unittest.TestCase):
+    def test_pass(self):
+        pass
+
+    def test_raises_it(self):
+        raise Unprintable()
+"""
+
+
+def test_an_exception_whose_str_raises_is_told_as_itself_not_as_what_its_str_raised(daemon):
+    # Each answer was "RuntimeError: its __str__ fails", the test run's results all lost.
+    path = daemon.state / "image" / "unprintable.py"
+    path.write_text(UNPRINTABLE)
+    try:
+        c = open_session(daemon)
+        said = failed(c.tool("execute_code", code="from unprintable import Unprintable\nraise Unprintable()"),
+                      "other")
+        assert said.startswith("Traceback") and said.endswith("Unprintable: <exception str() failed>"), said
+        ran = c.tool("run_test_class", className="unprintable.UnprintableTest")
+        assert not ran.get("isError"), ran
+        assert (ran["structuredContent"]["passed"], ran["structuredContent"]["errors"]) == (1, 1)
+        assert "ERROR: unprintable.UnprintableTest.test_raises_it: Unprintable: <exception str() failed>" in (
+            tool_text(ran))
+        detail = c.tool("describe_test_failure", className="unprintable.UnprintableTest", selector="test_raises_it")
+        assert "Unprintable: <exception str() failed>" in tool_text(detail), detail
+        c.close()
+    finally:
+        path.unlink()
+
+
 PYTEST_FIXTURE_FAILS = """\
 import unittest
 

@@ -725,6 +725,38 @@ def test_an_outlandish_failure_does_not_cost_the_run_its_answer(tmp_path, views)
     assert "ValueError: \\ud800" in text(detail)
 
 
+UNPRINTABLE = '''\
+import unittest
+
+
+class Unprintable(Exception):
+    def __str__(self):
+        raise RuntimeError("its __str__ fails")
+
+
+class UnprintableTest(unittest.TestCase):
+    def test_pass(self):
+        pass
+
+    def test_raises_it(self):
+        raise Unprintable()
+'''
+
+
+def test_an_exception_whose_str_raises_is_that_tests_error_not_the_runs(tmp_path, views):
+    # str() of the test's exception raised out of the run: every tool answered only
+    # "RuntimeError: its __str__ fails", the other tests' results lost.
+    client = Client(views(write_image(tmp_path / "image", {**FILES, "zoo/test_odd.py": UNPRINTABLE})))
+    ran = client.ok("run_test_class", className="UnprintableTest")["structuredContent"]
+    assert (ran["run"], ran["passed"], ran["errors"]) == (2, 1, 1)
+    assert ran["failed"][0]["exception"] == "Unprintable"
+    assert ran["failed"][0]["message"] == "<exception str() failed>"
+    failing = client.ok("list_failing_tests", classNames=["UnprintableTest"])["structuredContent"]
+    assert [entry["test"] for entry in failing["failing"]] == ["zoo.test_odd.UnprintableTest.test_raises_it"]
+    detail = text(client.ok("describe_test_failure", className="UnprintableTest", selector="test_raises_it"))
+    assert "Unprintable: <exception str() failed>" in detail and "raise Unprintable()" in detail
+
+
 
 def test_describe_test_failure_sends_a_huge_traceback_whole_once(tmp_path, views):
     # The text and structuredContent each carried the 1,000,000 characters kept of it.

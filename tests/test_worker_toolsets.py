@@ -468,6 +468,17 @@ def test_a_final_value_whose_repr_raises_outside_the_workspace_shows_where(execu
     assert "execution.py" not in text and text.endswith("ValueError: in repr"), text
 
 
+@pytest.mark.parametrize("raising", ["raise Unprintable()", "class Shown:\n    def __repr__(self):\n"
+                                     "        raise Unprintable()\nShown()"])
+def test_an_exception_whose_str_raises_is_shown_as_pythons_traceback_shows_it(executing, raising):
+    # The answer was the error its __str__ raised, "RuntimeError: str fails", with no traceback.
+    run(executing, "class Unprintable(Exception):\n    def __str__(self):\n        raise RuntimeError('str fails')")
+    result = run(executing, raising)
+    assert result["isError"] is True
+    text = result["content"][0]["text"]
+    assert text.startswith("Traceback") and text.endswith("Unprintable: <exception str() failed>"), text
+    assert "str fails" not in text
+
 def test_system_exit_answers_instead_of_ending_the_worker(executing):
     result = run(executing, "raise SystemExit(3)")
     assert result["isError"] is True and "SystemExit: 3" in result["content"][0]["text"]

@@ -19,7 +19,7 @@ from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import own, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
-from gsmcpd.raised import traceback_text
+from gsmcpd.raised import exception_text, traceback_text
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker import compile_site
 from gsmcpd.worker.memory_limit import data_limit_note
@@ -322,7 +322,7 @@ def _traceback(error: BaseException) -> str:
     module's, an image module's __repr__, say, or none but the exception for a list nested
     too deeply to show)."""
     # Asked first: formatting the traceback compiles too (3.11 places its carets by ast.parse).
-    parser_may_have = not str(error) and sys.version_info < (3, 12) and compile_site.raised_compiling(error)
+    parser_may_have = not exception_text(error) and sys.version_info < (3, 12) and compile_site.raised_compiling(error)
     tb = error.__traceback__
     while tb is not None and not tb.tb_frame.f_code.co_filename.startswith(_FILENAME_PREFIX):
         tb = tb.tb_next

@@ -48,7 +48,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import catalog, own
-from gsmcpd.raised import raised, traceback_text
+from gsmcpd.raised import exception_text, raised, traceback_text
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
@@ -319,7 +319,7 @@ def failure_message(err) -> str:
     """str(exception); for an AssertionError with no message, the failing
     assert statement itself (a bare `assert` says nothing on its own)."""
     exc_type, exc, tb = err
-    message = str(exc)
+    message = exception_text(exc)
     if message or not issubclass(exc_type, AssertionError):
         return message
     while tb is not None and tb.tb_next is not None:
