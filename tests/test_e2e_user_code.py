@@ -292,11 +292,23 @@ class UnprintableTest(unittest.TestCase):
 
     def test_raises_it(self):
         raise Unprintable()
+
+
+class Shown:
+    def __repr__(self):
+        raise RuntimeError("its __repr__ fails")
+
+
+class UnprintableSubTest(unittest.TestCase):
+    def test_in_a_subtest(self):
+        with self.subTest(obj=Shown()):
+            self.fail("inside")
 """
 
 
 def test_an_exception_whose_str_raises_is_told_as_itself_not_as_what_its_str_raised(daemon):
-    # Each answer was "RuntimeError: its __str__ fails", the test run's results all lost.
+    # Each answer was "RuntimeError: its __str__ fails", the test run's results all lost; a
+    # subtest whose parameters' repr raises was an error of that, told through gsmcpd's frames.
     path = daemon.state / "image" / "unprintable.py"
     path.write_text(UNPRINTABLE)
     try:
@@ -311,6 +323,13 @@ def test_an_exception_whose_str_raises_is_told_as_itself_not_as_what_its_str_rai
             tool_text(ran))
         detail = c.tool("describe_test_failure", className="unprintable.UnprintableTest", selector="test_raises_it")
         assert "Unprintable: <exception str() failed>" in tool_text(detail), detail
+        # a subtest whose parameters' repr raises: its failure, no runner frames of gsmcpd's
+        ran = c.tool("run_test_class", className="unprintable.UnprintableSubTest")
+        assert not ran.get("isError") and ran["structuredContent"]["failures"] == 1, ran
+        detail = tool_text(c.tool("describe_test_failure", className="unprintable.UnprintableSubTest",
+                                  selector="test_in_a_subtest"))
+        assert detail.startswith("unprintable.UnprintableSubTest.test_in_a_subtest (<subtest parameters' "
+                                 "repr() failed>): failure") and "gsmcpd" not in detail, detail
         c.close()
     finally:
         path.unlink()

@@ -740,6 +740,20 @@ class UnprintableTest(unittest.TestCase):
 
     def test_raises_it(self):
         raise Unprintable()
+
+
+class Shown:
+    def __repr__(self):
+        raise RuntimeError("its __repr__ fails")
+
+
+class UnprintableSubTest(unittest.TestCase):
+    def test_pass(self):
+        pass
+
+    def test_in_a_subtest(self):
+        with self.subTest(obj=Shown()):
+            self.fail("inside")
 '''
 
 
@@ -755,6 +769,19 @@ def test_an_exception_whose_str_raises_is_that_tests_error_not_the_runs(tmp_path
     assert [entry["test"] for entry in failing["failing"]] == ["zoo.test_odd.UnprintableTest.test_raises_it"]
     detail = text(client.ok("describe_test_failure", className="UnprintableTest", selector="test_raises_it"))
     assert "Unprintable: <exception str() failed>" in detail and "raise Unprintable()" in detail
+
+
+def test_a_subtest_whose_parameters_repr_raises_is_that_tests_failure_not_the_runs(tmp_path, views):
+    # unittest's subtest id() raised in the result's record of it: the test was an error,
+    # "RuntimeError: its __repr__ fails", its failure lost and its traceback running through
+    # the runner's own frames (testing.py).
+    client = Client(views(write_image(tmp_path / "image", {**FILES, "zoo/test_odd.py": UNPRINTABLE})))
+    ran = client.ok("run_test_class", className="UnprintableSubTest")["structuredContent"]
+    assert (ran["run"], ran["passed"], ran["failures"]) == (2, 1, 1)
+    shown = "zoo.test_odd.UnprintableSubTest.test_in_a_subtest (<subtest parameters' repr() failed>)"
+    assert [(entry["test"], entry["message"]) for entry in ran["failed"]] == [(shown, "inside")]
+    detail = text(client.ok("describe_test_failure", className="UnprintableSubTest", selector="test_in_a_subtest"))
+    assert detail.startswith(shown + ": failure") and "testing.py" not in detail, detail
 
 
 

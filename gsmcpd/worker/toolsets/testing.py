@@ -356,10 +356,17 @@ def id_of(test) -> str:
     it, with its class named as `type` keeps it (_dotted): unittest asks the class, whose
     metaclass may make its `__module__` or `__qualname__` raise."""
     case = test.test_case if isinstance(test, unittest.case._SubTest) else test
-    if not (isinstance(case, unittest.TestCase) and inspect.getattr_static(type(case), "id") is unittest.TestCase.id):
-        return test.id()   # a class's own id (PlainTestCase's), or unittest's stand-in for a fixture
-    named = f"{_dotted(type(case))}.{case._testMethodName}"
-    return named if case is test else f"{named} {test._subDescription()}"
+    if isinstance(case, unittest.TestCase) and inspect.getattr_static(type(case), "id") is unittest.TestCase.id:
+        named = f"{_dotted(type(case))}.{case._testMethodName}"
+    else:
+        named = case.id()   # a class's own id (PlainTestCase's), or unittest's stand-in for a fixture
+    if case is test:
+        return named
+    try:
+        return f"{named} {test._subDescription()}"
+    except Exception:   # a subtest's parameters whose repr raises (subTest(obj=Unprintable())):
+        # unittest's own id() raised out of the whole run
+        return f"{named} (<subtest parameters' repr() failed>)"
 
 
 def is_plain_test_class(cls) -> bool:
