@@ -490,6 +490,25 @@ def test_an_enum_redefined_without_a_member_an_importer_reads_names_that_importe
     other.close()
 
 
+def test_an_enum_made_anew_is_taken_again_by_what_its_module_made_from_it_below(daemon, image, c):
+    # The module's own dataclass default and constant kept the old enum's members: the
+    # session's Part().is_round() was False, a new session's True.
+    (image / "fix" / "parts.py").write_text(
+        "import enum\nfrom dataclasses import dataclass\n\n\nclass Shape(enum.Enum):\n    ROUND = 1\n\n\n"
+        "@dataclass\nclass Part:\n    shape: Shape = Shape.ROUND\n\n    def is_round(self):\n"
+        "        return self.shape is Shape.ROUND\n\n\nDEFAULT = Shape.ROUND\n")
+    ok(c, "refresh")
+    check = "import fix.parts as s\n(s.Part().is_round(), s.DEFAULT is s.Shape.ROUND)"
+    assert run(c, check) == "(True, True)"
+    result = structured(c, "compile_class_definition", dictionaryName="fix.parts",
+                        source="class Shape(enum.Enum):\n    ROUND = 1\n    SQUARE = 2\n")
+    assert result["outcome"] == "replaced" and result["reimported"] == ["fix.parts"], result
+    assert run(c, check) == "(True, True)"
+    other = open_session(daemon)
+    assert run(other, check) == "(True, True)"
+    other.close()
+
+
 def test_a_memberless_enum_base_is_redefined_in_place_under_its_subclass(c):
     result = structured(c, "compile_class_definition", dictionaryName="fix.tones",
                         source="class Base(enum.Enum):\n    def label(self):\n        return self.name.lower()\n")

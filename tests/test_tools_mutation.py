@@ -1337,6 +1337,35 @@ def test_an_enum_redefined_is_replaced_with_its_new_members(client, image, impor
     assert "    BLUE = 3\n" in (image / "zoo" / "colors.py").read_text()
 
 
+PARTS = ("import enum\nfrom dataclasses import dataclass\n\n\nclass Shape(enum.Enum):\n    ROUND = 1\n\n\n"
+          "@dataclass\nclass Part:\n    shape: Shape = Shape.ROUND\n\n    def is_round(self):\n"
+          "        return self.shape is Shape.ROUND\n\n\nDEFAULT = Shape.ROUND\n")
+
+
+def test_a_class_made_anew_is_taken_again_by_what_its_module_made_from_it_below(client, image):
+    # The module's own code below the enum kept the old one's members (a field default, a
+    # constant): Part().is_round() was False in the session, True in every new one.
+    (image / "zoo" / "parts.py").write_text(PARTS)
+    client.ok("refresh")
+    result = client.ok("compile_class_definition", source="class Shape(enum.Enum):\n    ROUND = 1\n    SQUARE = 2\n",
+                       dictionaryName="zoo.parts")
+    assert result["structuredContent"]["outcome"] == "replaced"
+    assert "; re-imported zoo.parts;" in text(result), text(result)
+    parts = client.view.module("zoo.parts")
+    assert parts.Part().is_round() and parts.DEFAULT is parts.Shape.ROUND
+
+
+def test_a_class_made_anew_that_its_module_does_not_read_below_leaves_the_module_as_it_is(client, image):
+    (image / "zoo" / "parts.py").write_text(PARTS.replace("ROUND = 1\n\n\n@", "ROUND = 1\n\n\nclass Other:\n"
+                                                            "    pass\n\n\n@"))
+    client.ok("refresh")
+    part = client.view.module("zoo.parts").Part
+    result = client.ok("compile_class_definition", source='class Other:\n    __slots__ = ("a",)\n',
+                       dictionaryName="zoo.parts")
+    assert result["structuredContent"]["outcome"] == "replaced" and "re-imported" not in text(result)
+    assert client.view.module("zoo.parts").Part is part
+
+
 def test_an_enum_redefined_without_a_member_an_importer_reads_names_that_importer(client, image):
     # The importer was re-imported and failed, and the answer said nothing: committed, it
     # imported in no new session (`DEFAULT = Color.BLUE`: AttributeError).

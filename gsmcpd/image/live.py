@@ -788,6 +788,20 @@ def needed_on_import(tree: ast.Module, name: str, star: bool = True) -> bool:
     return import_reader(tree, name, star, through_calls=True) is not None
 
 
+def read_below_its_class(tree: ast.Module, name: str) -> bool:
+    """Whether the module's top-level code below the class statement of `name` reads it as
+    it runs (`DEFAULT = Kind.B`, another class's field default `kind: Kind = Kind.A`, a
+    decorator; in a function of the module it calls, one call deep): what that made holds
+    the class object the statement made, stale once the class is made anew (a new shape)
+    until the module runs again. A class written in a block: any read of it at all."""
+    classdef = splice.class_statement(tree, name)
+    below = tree.body[tree.body.index(classdef) + 1:] if classdef in tree.body else tree.body
+    lazy_annotations = bool(future_flags(tree) & __future__.annotations.compiler_flag)
+    functions = _functions(tree)
+    return any(_reads(node, lambda sub: _name_read(sub) == name, lazy_annotations, functions)
+               for node in below)
+
+
 def import_reader(tree: ast.Module, name: str, star: bool = True,
                   through_calls: bool = False) -> ast.stmt | None:
     """The first top-level statement that makes needed_on_import true, or None (reading

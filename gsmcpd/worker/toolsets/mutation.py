@@ -776,9 +776,12 @@ class MutationToolset(Toolset):
         outcome = self._apply_class(module, module_name, name, cls, old_node, new_class)
         self.view.set_source(module_name, new_source, live=module is not None)
         # A new class: its importers take it again, and one reading what it no longer has
-        # (`DEFAULT = Level.HIGH`) fails here as in a new session, named, not silently.
-        imported, imported_data = (self._reimport_importers([module_name]) if outcome == "replaced"
-                                   else ("", {}))
+        # (`DEFAULT = Level.HIGH`) fails here as in a new session, named, not silently; so
+        # does its own module when its code below the class read it as it ran (what that
+        # made, `DEFAULT = Level.HIGH`, a field default, held the old class's members).
+        imported, imported_data = (self._reimport_importers(
+            [module_name], live.read_below_its_class(parsing.parse(new_source), name))
+            if outcome == "replaced" else ("", {}))
         dropped = _dropped_names(old_node, new_source, name, bound_before, getattr(module, name, None)
                                  if outcome in ("updated", "replaced") else None)
         if dropped and outcome == "updated":
