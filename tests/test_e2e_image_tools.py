@@ -424,6 +424,24 @@ def test_compile_method_keeps_multi_line_strings_as_written(daemon, image, c):
     other.close()
 
 
+def test_a_definition_sent_again_with_a_comment_below_it_writes_it_once(daemon, image, c):
+    # Each send wrote the comment again below the copies already there: compile_method
+    # and compile_class_definition, declared idempotent, were not.
+    ok(c, "compile_class_definition", dictionaryName="fix.models", source="class Trailed:\n    pass\n")
+    source = "def total(self):\n    return 2\n# the total's end\n"
+    ok(c, "compile_method", className="fix.models.Trailed", source=source)
+    written = (image / "fix/models.py").read_text()
+    assert "        return 2\n    # the total's end\n" in written
+    again = structured(c, "compile_method", className="fix.models.Trailed", source=source)
+    assert again["committed"] == [] and (image / "fix/models.py").read_text() == written, again
+    # so does compile_class_definition, a class statement sent with one below it
+    source = "class Shelved:\n    slots = 3\n# the shelf's end\n"
+    ok(c, "compile_class_definition", dictionaryName="fix.models", source=source)
+    written = (image / "fix/models.py").read_text()
+    again = structured(c, "compile_class_definition", dictionaryName="fix.models", source=source)
+    assert again["committed"] == [] and (image / "fix/models.py").read_text() == written, again
+
+
 # -- a commit the disk refuses -------------------------------------------------------
 
 def test_a_commit_that_cannot_be_written_says_nothing_was_written_and_keeps_the_change(image, c):

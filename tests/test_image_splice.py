@@ -1279,6 +1279,33 @@ def test_comment_lines_sent_above_a_def_leave_the_trailing_comments_of_the_metho
         "    def b(self):\n        return 1\n", "    # a's own\n\n    def b(self):\n        return 2\n")
 
 
+@pytest.mark.parametrize("below", ["# Totals end here.\n", "# Totals end here.\n\n# and here.\n"])
+def test_comment_lines_sent_below_a_def_are_written_once_however_often_sent(below):
+    # Written below the def, outside its span: each compile_method of the same text wrote
+    # them again below the last copy (a method and a module's function alike).
+    source = COMMENTED
+    sent = "def feed(self, data):\n    return data * 2\n" + below
+    once = splice.put_method(source, "Parser", sent)[0]
+    assert once == source.replace("        return data\n", "        return data * 2\n" + "".join(
+        "    " + line if line.strip() else line for line in splice.lines_of(below)))
+    assert splice.put_method(once, "Parser", sent) == (once, True)
+    module = "import os\n\n\ndef hello():\n    return 1\n"
+    once = splice.put_function(module, "def hello():\n    return 2\n" + below)[0]
+    assert once == module.replace("1\n", "2\n" + below)
+    assert splice.put_function(once, "def hello():\n    return 2\n" + below)[0] == once
+    # and a class statement's (compile_class_definition)
+    once = splice.put_class(module + "\n\nclass Shelf:\n    slots = 3\n", "Shelf", "class Shelf:\n    slots = 4\n" + below)
+    assert once == module + "\n\nclass Shelf:\n    slots = 4\n" + below
+    assert splice.put_class(once, "Shelf", "class Shelf:\n    slots = 4\n" + below) == once
+
+
+def test_comment_lines_sent_below_a_def_take_none_written_there_but_those_very_lines():
+    # The comments of the statement below are its own: a different comment sent is added.
+    source = "class A:\n    def a(self):\n        return 1\n    # b's own\n    def b(self):\n        return 1\n"
+    assert splice.put_method(source, "A", "def a(self):\n    return 2\n# a's end\n")[0] == source.replace(
+        "        return 1\n    # b's", "        return 2\n    # a's end\n    # b's", 1)
+
+
 def test_a_carried_method_keeps_the_comments_above_it_that_the_class_definition_leaves_out():
     # email.feedparser's "# Non-public interface ..." above _set_headersonly, and
     # email.generator's "# Public interface" block: get_class_definition leaves them out

@@ -589,7 +589,7 @@ def put_class(source: str, name: str, class_text: str) -> str:
     if node is None:
         return _importable(_add_definition(source, text), f"class {name}")
     lines = lines_of(source)
-    start, end = _replaced_from(lines, node, text), last_line(lines, node)
+    start, end = _replaced_from(lines, node, text), _replaced_to(lines, node, text)
     text = indent_code(text, indent_of(lines[node.lineno - 1]))
     text = "".join(as_written(lines[start - 1:end], lines_of(text)))
     return _importable(_replace(source, start, end, text), f"class {name}")
@@ -755,7 +755,7 @@ def _replace_defs(source: str, existing: list, text: str) -> str:
     lines = lines_of(source)
     if all(_gap_between(lines, previous, node) is not None for previous, node in zip(existing, existing[1:])):
         # Nothing but blank and comment lines between them (as segments shows them): one block.
-        start, end = _replaced_from(lines, existing[0], text), last_line(lines, existing[-1])
+        start, end = _replaced_from(lines, existing[0], text), _replaced_to(lines, existing[-1], text)
         return _replace(source, start, end, "".join(as_written(lines[start - 1:end], lines_of(text))))
     chunks = _def_chunks(text)
     if [_decorators(node) for node in existing] == [_decorators(node) for node, _ in chunks]:
@@ -774,7 +774,7 @@ def _replace_defs(source: str, existing: list, text: str) -> str:
         start = first_line(node)
         source = _tidy_blanks(_replace(source, start, last_line(lines_of(source), node), ""), start)
     first, lines = existing[0], lines_of(source)
-    start, end = _replaced_from(lines, first, text), last_line(lines, first)
+    start, end = _replaced_from(lines, first, text), _replaced_to(lines, first, text)
     return _replace(source, start, end, "".join(as_written(lines[start - 1:end], lines_of(text))))
 
 
@@ -801,6 +801,29 @@ def _replaced_from(lines: list[str], node: ast.stmt, text: str) -> int:
             indent_of(line) == indent for line in written if line.strip()):
         return above
     return first_line(node)
+
+
+def _replaced_to(lines: list[str], node: ast.stmt, text: str) -> int:
+    """The last line a def's replacement by `text` takes: last_line, and the comment lines
+    `text` ends with below its def, at its indentation, when those very lines are written
+    right below it (sent again, they are written once, not piled up below it; none else is
+    taken, as they may be the next statement's)."""
+    text_lines = lines_of(text)
+    margin = next(len(indent_of(line)) for line in text_lines
+                  if line.strip() and not line.lstrip().startswith("#"))
+    sent = []   # the text's lines below its def, not its body's comments (deeper), stripped
+    for line in reversed(text_lines):
+        if line.strip() and (not line.lstrip().startswith("#") or len(indent_of(line)) > margin):
+            break
+        sent.insert(0, line.strip())
+    end = last_line(lines, node)
+    if not any(sent):
+        return end
+    written, indent = lines[end:end + len(sent)], indent_of(lines[node.lineno - 1])
+    if [line.strip() for line in written] == sent and all(
+            indent_of(line) == indent for line in written if line.strip()):
+        return end + len(sent)
+    return end
 
 
 def _def_chunks(text: str) -> list[tuple[ast.stmt, list[str]]]:
