@@ -649,6 +649,11 @@ def test_compile_method_given_two_methods_or_an_attribute_says_which_tool_takes_
         "; send each method in a compile_method call of its own")
     assert "compile_class_definition" in error(c, "compile_method", "refused", className="Cart",
                                                source="limit = 3\n")
+    # so were a class sent to compile_method and a def to compile_class_definition
+    assert "compile_class_definition" in error(c, "compile_method", "refused", className="Cart",
+                                               source="class Line:\n    pass\n")
+    assert "compile_method with className its dictionary" in error(
+        c, "compile_class_definition", "refused", dictionaryName="shop.models", source="def helper():\n    pass\n")
 
 
 # -- search ----------------------------------------------------------------------

@@ -1215,6 +1215,19 @@ def test_compile_method_errors(client):
                         source="def a(self):\n    pass\n\n\ndef b(self):\n    pass\n").endswith(
         "; send each method in a compile_method call of its own")
     assert "execute_code" in client.error("compile_method", "refused", className="Dog", source="print(1)")
+    # A class, to compile_method, or a def or two classes, to compile_class_definition, were
+    # sent to execute_code too, which would make them in the workspace alone.
+    assert client.error("compile_method", "refused", className="Dog", source="class Inner:\n    pass\n").endswith(
+        "; a class is defined by compile_class_definition, a nested one written in the statement of "
+        "the class holding it (get_class_definition gives it to edit)")
+    assert client.error("compile_class_definition", "refused", dictionaryName="zoo.animals",
+                        source="def helper():\n    return 1\n").endswith(
+        "; a module-level function is defined by compile_method with className its dictionary, a "
+        "method by compile_method with className its class")
+    assert client.error("compile_class_definition", "refused", dictionaryName="zoo.animals",
+                        source="class A:\n    pass\n\n\nclass B:\n    pass\n").endswith(
+        "; send each class in a compile_class_definition call of its own")
+    assert "execute_code" in client.error("compile_class_definition", "refused", source="print(1)")
     client.error("compile_method", "compileError", className="Dog",
                  source="@undefined_decorator\ndef noise(self):\n    pass\n")
     assert client.view.module("zoo.animals").Dog("r").noise() == "woof"

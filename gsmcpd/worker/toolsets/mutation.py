@@ -41,8 +41,19 @@ def parse_single(source: str, wanted, what: str):
     text, body = _parse_statements(source)
     if len(body) != 1 or not isinstance(body[0], wanted):
         raise ToolError("refused", f"the source must be a single {what} and nothing else; "
-                        + _other_statements_hint(body))
+                        + _class_source_hint(body))
     return text, body[0]
+
+
+def _class_source_hint(body: list[ast.stmt]) -> str:
+    """What to send instead of several classes, or of a function, to compile_class_definition
+    (execute_code would define either in the workspace alone)."""
+    if len(body) > 1 and all(isinstance(node, ast.ClassDef) for node in body):
+        return "send each class in a compile_class_definition call of its own"
+    if any(isinstance(node, splice.FunctionNode) for node in body):
+        return ("a module-level function is defined by compile_method with className its "
+                "dictionary, a method by compile_method with className its class")
+    return _other_statements_hint(body)
 
 
 def parse_method(source: str):
@@ -64,6 +75,9 @@ def _method_source_hint(body: list[ast.stmt]) -> str:
     if any(isinstance(node, (ast.Assign, ast.AnnAssign, ast.AugAssign)) for node in body):
         return ("a class attribute is set by compile_class_definition (get_class_definition "
                 "gives the class statement to edit)")
+    if any(isinstance(node, ast.ClassDef) for node in body):
+        return ("a class is defined by compile_class_definition, a nested one written in the "
+                "statement of the class holding it (get_class_definition gives it to edit)")
     return _other_statements_hint(body)
 
 
