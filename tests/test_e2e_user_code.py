@@ -57,6 +57,13 @@ def test_code_nested_too_deeply_is_a_compile_error_saying_so(keeps_its_work, cod
         "); split the deepest expression into named parts"), text
 
 
+def test_code_the_compiler_refuses_is_shown_with_its_line(keeps_its_work):
+    # "'return' outside function" came with "line 2" alone, no line nor caret.
+    text = failed(keeps_its_work.tool("execute_code", code="total = 1\nreturn total"), "compileError")
+    assert text.splitlines()[1:] == ["    return total", "    ^^^^^^^^^^^^",
+                                     "SyntaxError: 'return' outside function"], text
+
+
 def test_code_nested_as_deeply_as_python_compiles_text_runs(keeps_its_work):
     # Compiled from its AST, it met the recursion limit (1000) at about 990 levels.
     code = "x = 1" + " + 1" * 2000 + "\n" + "-" * 2000 + "x"

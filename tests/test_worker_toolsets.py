@@ -279,6 +279,14 @@ def test_syntax_error_is_kind_compile_error(executing):
     assert "SyntaxError" in result["content"][0]["text"]
 
 
+@pytest.mark.parametrize("code, line", [("x = 1\nreturn x", "return x"),
+                                        ("async def g():\n    return 1\nawait g()", "await g()")])
+def test_a_compilers_syntax_error_shows_its_line_as_python_shows_a_files(executing, code, line):
+    # Compiled from a string, the compiler's own errors carry no line: only "line 2" was told.
+    text = run(executing, code)["content"][0]["text"]
+    assert text.splitlines()[1:3] == [f"    {line}", "    " + "^" * len(line)], text
+
+
 @pytest.fixture
 def data_limited():
     """This process under a generous RLIMIT_DATA (64 GiB), as GS_MCP_WORKER_MEMORY sets a worker's."""

@@ -207,6 +207,12 @@ class ExecutionToolset(Toolset):
             # `from __future__ import annotations` (its annotations would turn to strings).
             return compile(body, filename, "exec", dont_inherit=True), final_expression
         except SyntaxError as error:
+            if error.text is None and error.filename == filename and isinstance(error.lineno, int):
+                # The compiler's own errors ('return' outside function) carry no line text
+                # when compiled from a string, as a file's do: the line is shown as Python shows it.
+                lines = splice.lines_of(code)
+                if 1 <= error.lineno <= len(lines):
+                    error.text = lines[error.lineno - 1]
             detail = "".join(traceback.format_exception_only(type(error), error)).rstrip()
             raise ToolError("compileError", detail) from None
         except NESTED_TOO_DEEPLY as error:
