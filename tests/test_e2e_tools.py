@@ -656,6 +656,14 @@ def test_compile_method_given_two_methods_or_an_attribute_says_which_tool_takes_
         c, "compile_class_definition", "refused", dictionaryName="shop.models", source="def helper():\n    pass\n")
 
 
+def test_a_compilers_error_in_a_definition_names_the_line_of_the_text_sent(c):
+    # It named the module file's line the def would have gone to: "evaluating the definition
+    # raised SyntaxError: duplicate argument 'a' in function definition (models.py, line 48)".
+    assert error(c, "compile_method", "compileError", className="Cart",
+                 source="def f(self, a, a):\n    return a\n") == (
+        "line 1: duplicate argument 'a' in function definition")
+
+
 # -- search ----------------------------------------------------------------------
 
 def test_search_tools(c):

@@ -1205,6 +1205,12 @@ def test_methods_and_classes_go_into_a_module_in_its_own_indentation(client, ima
 
 def test_compile_method_errors(client):
     assert "line 1" in client.error("compile_method", "compileError", className="Dog", source="def (:")
+    # The compiler's own errors named the line of the module's file the def would go to,
+    # "evaluating the definition raised SyntaxError: ... (animals.py, line 40)".
+    assert client.error("compile_method", "compileError", className="Dog",
+                        source="def f(self):\n    nonlocal x\n") == "line 2: no binding for nonlocal 'x' found"
+    assert client.error("compile_class_definition", "compileError", dictionaryName="zoo.animals",
+                        source="class Fresh:\n    return 1\n") == "line 2: 'return' outside function"
     assert client.error("compile_method", "compileError", className="Dog",   # no "line None: "
                         source="def f(self):\n    return '\x00'\n") == "source code string cannot contain null bytes"
     # A class attribute, or several methods, were sent to execute_code "to run other code".

@@ -97,7 +97,12 @@ def _other_statements_hint(body: list[ast.stmt]) -> str:
 def _parse_statements(source: str) -> tuple[str, list[ast.stmt]]:
     text = splice.dedent_code(source).strip("\r\n") + "\n"
     try:
-        return text, ast.parse(text).body
+        body = ast.parse(text).body
+        # The compiler's own errors ('return' outside function, a nonlocal with no binding)
+        # as the parser's are, by the line of the text sent: met compiling the spliced
+        # module, they named the line of the module's file it would have gone to.
+        compile(text, "<source>", "exec", dont_inherit=True)
+        return text, body
     except SyntaxError as error:   # one about the whole text (a NUL byte) has no line
         where = f"line {error.lineno}: " if error.lineno else ""
         raise ToolError("compileError", where + error.msg) from None
