@@ -6,13 +6,17 @@ from gsmcpd.image import own
 from gsmcpd.wire.frames import carried
 
 
+# What Python's traceback says in place of the text of an exception whose __str__ raises.
+STR_FAILED = "<exception str() failed>"
+
+
 def exception_text(exc: BaseException) -> str:
-    """str(exc), or what Python's traceback says in its place when the user's own __str__
-    raises: an answer must tell the exception raised, not the one its __str__ raised."""
+    """str(exc), or STR_FAILED when the user's own __str__ raises: an answer must tell the
+    exception raised, not the one its __str__ raised."""
     try:
         return str(exc)
     except Exception:
-        return "<exception str() failed>"
+        return STR_FAILED
 
 
 def raised(exc: BaseException) -> str:

@@ -310,12 +310,21 @@ class UnprintableSubTest(unittest.TestCase):
     def test_in_a_subtest(self):
         with self.subTest(obj=Shown()):
             self.fail("inside")
+
+
+class UnsayableSkipTest(unittest.TestCase):
+    def test_pass(self):
+        pass
+
+    def test_skipped_so(self):
+        self.skipTest(Shown())
 """
 
 
 def test_an_exception_whose_str_raises_is_told_as_itself_not_as_what_its_str_raised(daemon):
-    # Each answer was "RuntimeError: its __str__ fails", the test run's results all lost; a
-    # subtest whose parameters' repr raises was an error of that, told through gsmcpd's frames.
+    # Each answer was "RuntimeError: its __str__ fails", the test run's results all lost (so
+    # was a skip's whose reason's str() raised); a subtest whose parameters' repr raises was
+    # an error of that, told through gsmcpd's frames.
     path = daemon.state / "image" / "unprintable.py"
     path.write_text(UNPRINTABLE)
     try:
@@ -337,6 +346,10 @@ def test_an_exception_whose_str_raises_is_told_as_itself_not_as_what_its_str_rai
                                   selector="test_in_a_subtest"))
         assert detail.startswith("unprintable.UnprintableSubTest.test_in_a_subtest (<subtest parameters' "
                                  "repr() failed>): failure") and "gsmcpd" not in detail, detail
+        # a skip whose reason's str() raises: a skip, the run going on
+        ran = c.tool("run_test_class", className="unprintable.UnsayableSkipTest")
+        assert not ran.get("isError"), ran
+        assert (ran["structuredContent"]["passed"], ran["structuredContent"]["skipped"]) == (1, 1)
         c.close()
     finally:
         path.unlink()

@@ -754,6 +754,23 @@ class UnprintableSubTest(unittest.TestCase):
     def test_in_a_subtest(self):
         with self.subTest(obj=Shown()):
             self.fail("inside")
+
+
+class UnsayableSkipTest(unittest.TestCase):
+    def test_pass(self):
+        pass
+
+    def test_skipped_so(self):
+        self.skipTest(Shown())
+
+
+class UnsayableClassSkipTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        raise unittest.SkipTest(Shown())
+
+    def test_never(self):
+        pass
 '''
 
 
@@ -782,6 +799,20 @@ def test_a_subtest_whose_parameters_repr_raises_is_that_tests_failure_not_the_ru
     assert [(entry["test"], entry["message"]) for entry in ran["failed"]] == [(shown, "inside")]
     detail = text(client.ok("describe_test_failure", className="UnprintableSubTest", selector="test_in_a_subtest"))
     assert detail.startswith(shown + ": failure") and "testing.py" not in detail, detail
+
+
+def test_a_skip_whose_reasons_str_raises_is_a_skip_not_the_end_of_the_run(tmp_path, views):
+    # unittest's own str() of the SkipTest raised out of the whole run: the answer was only
+    # "RuntimeError: its __repr__ fails", naming no test, the other tests' results lost.
+    client = Client(views(write_image(tmp_path / "image", {**FILES, "zoo/test_odd.py": UNPRINTABLE})))
+    ran = client.ok("run_test_class", className="UnsayableSkipTest")
+    assert (ran["structuredContent"]["passed"], ran["structuredContent"]["skipped"]) == (1, 1)
+    detail = text(client.ok("describe_test_failure", className="UnsayableSkipTest", selector="test_skipped_so"))
+    assert "<exception str() failed>" in detail, detail
+    ran = client.ok("run_test_class", className="UnsayableClassSkipTest")["structuredContent"]
+    assert (ran["fixtureErrors"], ran["notRun"], ran["failed"]) == (0, 1, [{
+        "test": "setUpClass (zoo.test_odd.UnsayableClassSkipTest)", "outcome": "skipped",
+        "message": "<exception str() failed>"}]), ran
 
 
 

@@ -48,7 +48,7 @@ import unittest
 from contextlib import redirect_stderr, redirect_stdout
 
 from gsmcpd.image import catalog, own
-from gsmcpd.raised import exception_text, raised, traceback_text
+from gsmcpd.raised import STR_FAILED, exception_text, raised, traceback_text
 from gsmcpd.worker.capture import Capture
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
@@ -229,10 +229,19 @@ def _guarded(part):
             raise_if_break(error)
             if isinstance(error, KeyboardInterrupt):
                 raise _Carried(error) from None
+            _raise_if_unsayable_skip(error)
             raise
         raise_if_break()              # a part that caught the break still ends the run
         return done
     return run_part
+
+
+def _raise_if_unsayable_skip(error: BaseException) -> None:
+    """A SkipTest whose reason's str() raises (`self.skipTest(obj)`), raised again as one
+    unittest can say: its own str() of it, the reason it reports, raised out of the whole
+    run, which answered only that error."""
+    if isinstance(error, unittest.SkipTest) and exception_text(error) == STR_FAILED:
+        raise unittest.SkipTest(STR_FAILED) from None
 
 
 # How unittest.TestCase calls a test's setUp, test method and tearDown: it runs no
@@ -463,6 +472,7 @@ def _fixture_outcomes():
     try:
         yield
     except BaseException as error:
+        _raise_if_unsayable_skip(error)
         outcome = pytest_outcome(type(error))
         if outcome == "skipped":
             raise unittest.SkipTest(str(error)) from error
