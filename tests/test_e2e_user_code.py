@@ -318,13 +318,23 @@ class UnsayableSkipTest(unittest.TestCase):
 
     def test_skipped_so(self):
         self.skipTest(Shown())
+
+
+class NumberedSkipTest(unittest.TestCase):
+    @unittest.skip(42)
+    def test_skipped_by_number(self):
+        pass
+
+    def test_pass(self):
+        pass
 """
 
 
 def test_an_exception_whose_str_raises_is_told_as_itself_not_as_what_its_str_raised(daemon):
     # Each answer was "RuntimeError: its __str__ fails", the test run's results all lost (so
-    # was a skip's whose reason's str() raised); a subtest whose parameters' repr raises was
-    # an error of that, told through gsmcpd's frames.
+    # was a skip's whose reason's str() raised, and a skip's reason that is no text, "TypeError:
+    # object of type 'int' has no len()"); a subtest whose parameters' repr raises was an error
+    # of that, told through gsmcpd's frames.
     path = daemon.state / "image" / "unprintable.py"
     path.write_text(UNPRINTABLE)
     try:
@@ -348,6 +358,10 @@ def test_an_exception_whose_str_raises_is_told_as_itself_not_as_what_its_str_rai
                                  "repr() failed>): failure") and "gsmcpd" not in detail, detail
         # a skip whose reason's str() raises: a skip, the run going on
         ran = c.tool("run_test_class", className="unprintable.UnsayableSkipTest")
+        assert not ran.get("isError"), ran
+        assert (ran["structuredContent"]["passed"], ran["structuredContent"]["skipped"]) == (1, 1)
+        # a skip reason that is no text (`@unittest.skip(42)`): said as unittest says it
+        ran = c.tool("run_test_class", className="unprintable.NumberedSkipTest")
         assert not ran.get("isError"), ran
         assert (ran["structuredContent"]["passed"], ran["structuredContent"]["skipped"]) == (1, 1)
         c.close()

@@ -764,6 +764,24 @@ class UnsayableSkipTest(unittest.TestCase):
         self.skipTest(Shown())
 
 
+class OtherReasonsTest(unittest.TestCase):
+    @unittest.skip(42)
+    def test_an_int_reason(self):
+        pass
+
+    def test_a_shown_reason(self):
+        self.skipTest(Shown)
+
+    def test_pass(self):
+        pass
+
+
+@unittest.skip(["a", "list"])
+class ListReasonTest(unittest.TestCase):
+    def test_a(self):
+        pass
+
+
 class UnsayableClassSkipTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -814,6 +832,19 @@ def test_a_skip_whose_reasons_str_raises_is_a_skip_not_the_end_of_the_run(tmp_pa
         "test": "setUpClass (zoo.test_odd.UnsayableClassSkipTest)", "outcome": "skipped",
         "message": "<exception str() failed>"}]), ran
 
+
+def test_a_skip_reason_that_is_no_text_is_said_as_unittest_says_it(tmp_path, views):
+    # unittest takes any object as a reason (`@unittest.skip(42)`) and says it with str():
+    # the run's answer failed on it, "TypeError: object of type 'int' has no len()".
+    client = Client(views(write_image(tmp_path / "image", {**FILES, "zoo/test_odd.py": UNPRINTABLE})))
+    ran = client.ok("run_test_class", className="OtherReasonsTest")["structuredContent"]
+    assert (ran["passed"], ran["skipped"]) == (1, 2)
+    for selector, reason in [("test_an_int_reason", "42"), ("test_a_shown_reason", "<class 'zoo.test_odd.Shown'>")]:
+        said = text(client.ok("describe_test_failure", className="OtherReasonsTest", selector=selector))
+        assert reason in said, said
+    ran = client.ok("run_test_class", className="ListReasonTest")["structuredContent"]
+    assert (ran["run"], ran["skipped"]) == (1, 1)
+    assert "['a', 'list']" in text(client.ok("describe_test_failure", className="ListReasonTest", selector="test_a"))
 
 
 def test_describe_test_failure_sends_a_huge_traceback_whole_once(tmp_path, views):

@@ -153,7 +153,7 @@ class _Result(unittest.TestResult):
         if isinstance(test, unittest.TestCase) and getattr(test, "test_case", test) is not self.started:
             self.startTest(test)
         super().addSkip(test, reason)
-        self._record(test, "skipped", reason=reason)
+        self._record(test, "skipped", reason=_reason_text(reason))
 
     def addExpectedFailure(self, test, err):
         if getattr(err[1], NEVER_RAN, False):   # no failure: the test's body never ran (_never_ran)
@@ -234,6 +234,17 @@ def _guarded(part):
         raise_if_break()              # a part that caught the break still ends the run
         return done
     return run_part
+
+
+def _reason_text(reason):
+    """A skip's reason as text: unittest takes any object (`@unittest.skip(42)`, a list) and
+    says it with str(), where the run's answer failed on it, costing every test's result."""
+    if reason is None or isinstance(reason, str):
+        return reason
+    try:
+        return str(reason)
+    except Exception:
+        return STR_FAILED
 
 
 def _raise_if_unsayable_skip(error: BaseException) -> None:
