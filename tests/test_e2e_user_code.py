@@ -369,6 +369,25 @@ def test_an_exception_whose_str_raises_is_told_as_itself_not_as_what_its_str_rai
         path.unlink()
 
 
+def test_a_test_class_that_cannot_be_made_into_tests_costs_the_run_only_its_own_tests(daemon):
+    # Its TypeError (an __init__ taking more than the method name) was the whole answer.
+    path = daemon.state / "image" / "unmade_tests.py"
+    path.write_text("import unittest\n\n\nclass NeedsMoreTest(unittest.TestCase):\n"
+                    "    def __init__(self, methodName, extra):\n        super().__init__(methodName)\n\n"
+                    "    def test_a(self):\n        pass\n\n\nclass FailsTest(unittest.TestCase):\n"
+                    "    def test_b(self):\n        self.fail('b')\n")
+    try:
+        c = open_session(daemon)
+        failing = c.tool("list_failing_tests", classNames=["unmade_tests.NeedsMoreTest", "unmade_tests.FailsTest"])
+        assert not failing.get("isError"), failing
+        assert [entry["test"] for entry in failing["structuredContent"]["failing"]] == [
+            "unmade_tests.FailsTest.test_b"]
+        assert "test class unmade_tests.NeedsMoreTest could not be made into tests" in tool_text(failing)
+        c.close()
+    finally:
+        path.unlink()
+
+
 PYTEST_FIXTURE_FAILS = """\
 import unittest
 

@@ -847,6 +847,38 @@ def test_a_skip_reason_that_is_no_text_is_said_as_unittest_says_it(tmp_path, vie
     assert "['a', 'list']" in text(client.ok("describe_test_failure", className="ListReasonTest", selector="test_a"))
 
 
+UNMAKEABLE = '''\
+import unittest
+
+
+class NeedsMoreTest(unittest.TestCase):
+    def __init__(self, methodName, extra):
+        super().__init__(methodName)
+
+    def test_a(self):
+        pass
+
+
+class FailsTest(unittest.TestCase):
+    def test_b(self):
+        self.fail("b")
+'''
+
+
+def test_a_test_class_that_cannot_be_made_into_tests_is_named_and_the_others_still_run(tmp_path, views):
+    # Its TypeError ("__init__() missing 1 required positional argument") ended the whole
+    # list_failing_tests run: no other class's failure was told.
+    client = Client(views(write_image(tmp_path / "image", {**FILES, "zoo/test_unmade.py": UNMAKEABLE})))
+    failing = client.ok("list_failing_tests")["structuredContent"]
+    assert "zoo.test_unmade.FailsTest.test_b" in [entry["test"] for entry in failing["failing"]]
+    assert failing["notLoaded"][-1:] == [   # after the image's failing modules (FILES shadows json)
+        "test class zoo.test_unmade.NeedsMoreTest could not be made into tests (unittest makes one per "
+        "test method, given its name alone): TypeError: NeedsMoreTest.__init__() missing 1 required "
+        "positional argument: 'extra'"]
+    named = client.ok("list_failing_tests", classNames=["NeedsMoreTest", "FailsTest"])["structuredContent"]
+    assert (named["run"], len(named["notLoaded"])) == (1, 1)
+
+
 def test_describe_test_failure_sends_a_huge_traceback_whole_once(tmp_path, views):
     # The text and structuredContent each carried the 1,000,000 characters kept of it.
     client = Client(views(write_image(tmp_path / "image", {**FILES, "zoo/test_odd.py": ODD})))

@@ -946,7 +946,14 @@ class TestingToolset(Toolset):
             classes, unloaded = list(dict(self._test_class(name) for name in dict.fromkeys(names)).items()), []
         else:
             classes, unloaded = self._test_classes()
-        tests = [test for _, cls in classes for test in self._tests_of(cls)]
+        tests, unloaded = [], list(unloaded)
+        for qualified, cls in classes:
+            try:
+                tests += self._tests_of(cls)
+            except Exception as error:   # the user's own __init__ (a TestCase taking more arguments)
+                # One such class ended the whole run, every other class's results unsaid.
+                unloaded.append(f"test class {qualified} could not be made into tests (unittest makes "
+                                f"one per test method, given its name alone): {raised(error)}")
         with _partial_on_break(lambda result: self._failing_report(result, len(tests), unloaded)):
             result = self._run(tests, report_progress=True)
         return self._failing_report(result, len(tests), unloaded)
