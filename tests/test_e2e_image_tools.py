@@ -527,6 +527,22 @@ def test_an_enum_made_anew_is_taken_again_by_what_its_module_made_from_it_below(
     other.close()
 
 
+def test_a_class_whose_metaclass_getattr_raises_is_edited_whole(daemon, image, c):
+    # The metaclass's KeyError for __abstractmethods__ failed compile_method half done: the
+    # live class had the method, the source not, and describe_class failed on its __doc__.
+    (image / "fix" / "metaregistry.py").write_text(
+        "class Meta(type):\n    _registry = {}\n\n    def __getattr__(cls, name):\n"
+        "        return cls._registry[name]\n\n    @property\n    def __doc__(cls):\n"
+        "        raise RuntimeError('no doc here')\n\n\nclass Registered(metaclass=Meta):\n"
+        "    \"\"\"Its own doc.\"\"\"\n\n    def run(self):\n        return 1\n")
+    ok(c, "refresh")
+    ok(c, "compile_method", className="fix.metaregistry.Registered", source="def other(self):\n    return 2\n")
+    other = open_session(daemon)
+    assert run(other, "from fix.metaregistry import Registered\nRegistered().other()") == "2"
+    assert structured(other, "describe_class", className="fix.metaregistry.Registered")["doc"] == "Its own doc."
+    other.close()
+
+
 def test_a_memberless_enum_base_is_redefined_in_place_under_its_subclass(c):
     result = structured(c, "compile_class_definition", dictionaryName="fix.tones",
                         source="class Base(enum.Enum):\n    def label(self):\n        return self.name.lower()\n")

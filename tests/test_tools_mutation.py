@@ -1319,6 +1319,38 @@ def test_a_one_line_class_statement_that_would_carry_methods_is_refused_saying_s
     assert client.view.module("zoo.animals").Dog.legs == 3
 
 
+REGISTRY_META = '''\
+class Meta(type):
+    _registry = {}
+
+    def __getattr__(cls, name):
+        return cls._registry[name]   # a KeyError, not an AttributeError, for a name it lacks
+
+    @property
+    def __doc__(cls):
+        raise RuntimeError("no doc here")
+
+
+class Registered(metaclass=Meta):
+    """Its own doc."""
+
+    def run(self):
+        return 1
+'''
+
+
+def test_a_class_whose_metaclass_getattr_raises_is_edited_whole_and_described(client, image):
+    # Asked for __abstractmethods__, its metaclass raised KeyError: compile_method failed
+    # with the live class changed and its source not; describe_class failed on __doc__.
+    (image / "zoo" / "registry.py").write_text(REGISTRY_META)
+    client.ok("refresh")
+    client.ok("compile_method", className="Registered", source="def other(self):\n    return 2\n")
+    assert "    def other(self):\n        return 2\n" in (image / "zoo" / "registry.py").read_text()
+    assert client.view.module("zoo.registry").Registered().other() == 2
+    client.ok("delete_method", className="Registered", selector="other")
+    assert client.ok("describe_class", className="Registered")["structuredContent"]["doc"] == "Its own doc."
+
+
 def test_shape_change_refused_with_subclasses_allowed_without(client, image):
     message = client.error("compile_class_definition", "refused",
                            source="class Animal(Exception):\n    pass\n")

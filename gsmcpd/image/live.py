@@ -170,13 +170,27 @@ def _update_abstract_methods(cls: type) -> None:
     member for `__isabstractmethod__` may add to it (a pydantic model not built yet binds
     `__signature__` as its MockValSer is first touched), and abc's loop over the namespace
     itself raised RuntimeError (dictionary changed size during iteration)."""
-    if not hasattr(cls, "__abstractmethods__"):
+    if _abstract_methods(cls) is None:
         return   # a class that is no ABC is left as it is
-    abstracts = {name for base in cls.__bases__ for name in getattr(base, "__abstractmethods__", ())
+    abstracts = {name for base in cls.__bases__ for name in _abstract_methods(base) or ()
                  if getattr(getattr(cls, name, None), "__isabstractmethod__", False)}
     abstracts |= {name for name, value in list(vars(cls).items())
                   if getattr(value, "__isabstractmethod__", False)}
     cls.__abstractmethods__ = frozenset(abstracts)
+
+
+_ABSTRACT_METHODS = type.__dict__["__abstractmethods__"]
+
+
+def _abstract_methods(cls: type):
+    """cls.__abstractmethods__, or None for a class that has none (no ABC), read from type's
+    own descriptor: a metaclass's __getattr__ is never asked, which may raise anything
+    (`cls._registry[name]`, a KeyError) and failed the edit half made, the live class
+    changed and its source not."""
+    try:
+        return _ABSTRACT_METHODS.__get__(cls)
+    except AttributeError:
+        return None
 
 
 def subclasses_of(cls: type) -> list[type]:

@@ -282,8 +282,10 @@ class BrowsingToolset(Toolset):
             mro = [qualname(self.view, c) for c in cls.__mro__]
             methods = sorted(name for name, value in vars(cls).items()
                              if member_kind(value) and name not in NOT_METHODS)
-            # A `def __doc__` makes it a function, which no JSON answer can carry.
-            doc = cls.__doc__ if isinstance(cls.__doc__, str) else None
+            # A `def __doc__` makes it a function, which no JSON answer can carry; read from
+            # its namespace, as a metaclass's __doc__ property (which may raise) is no class's doc.
+            doc = vars(cls).get("__doc__")
+            doc = doc if isinstance(doc, str) else None
             metaclass = None if type(cls) is type else qualname(self.view, type(cls))
         else:
             bases = [ast.unparse(b) for b in node.bases]
