@@ -90,10 +90,7 @@ def _stand_in(error: BaseException, made: dict) -> BaseException:
     """An exception told as `error` is, its class named as type keeps `error`'s: its text,
     its notes, a SyntaxError's place, a group's exceptions (their stand-ins, in `made`)."""
     kind = type(error)
-    try:
-        text = str(error)
-    except Exception:
-        text = "<exception str() failed>"   # as the traceback module says it
+    text = exception_text(error)
     base = (SyntaxError if issubclass(kind, SyntaxError) else
             (ExceptionGroup if issubclass(kind, Exception) else BaseExceptionGroup)
             if issubclass(kind, BaseExceptionGroup) else Exception if issubclass(kind, Exception) else BaseException)

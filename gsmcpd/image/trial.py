@@ -34,6 +34,7 @@ import time
 from dataclasses import dataclass
 
 from gsmcpd.image import own
+from gsmcpd.raised import STR_FAILED
 from gsmcpd.wire.frames import carried, cut_log_message
 from gsmcpd.worker import reaper
 
@@ -240,7 +241,7 @@ def child(payload: dict) -> None:
         try:
             message = str(error)
         except BaseException:
-            message = "<exception str() failed>"   # as raised() and Python's traceback say it
+            message = STR_FAILED   # as raised() and Python's traceback say it
         kind = own.NAME(type(error))   # not a metaclass's __name__
         said = {"kind": cut_log_message(kind, KIND_MAX), "message": cut_log_message(message, MESSAGE_MAX),
                 "line": lines[-1] if lines else None, "top": lines[0] if lines else None,
