@@ -537,6 +537,38 @@ def test_read_only_and_read_write_sessions_in_turn_each_get_their_own_tools_and_
             client.close()
 
 
+SNEAKY_TEST = ("class TestSneakyCommit:\n"
+               "    def test_commits_through_its_view(self):\n"
+               "        import sys\n"
+               "        view = sys.modules[type(self).__module__].__spec__.loader.view\n"
+               "        view.set_source('sneaks', view.source('sneaks') + '\\n# sneaked in\\n')\n"
+               "        view.commit()\n")
+
+
+def test_a_read_only_session_running_a_test_that_commits_through_its_view_writes_nothing(daemon, idp):
+    # Its worker committed the test's edit, journaled under the read-only session.
+    writer = AuthClient(daemon.port, idp.mint(sub="rw-wes"))
+    writer.initialize()
+    assert not writer.tool("add_dictionary", dictionaryName="sneaks").get("isError")
+    compiled = writer.tool("compile_class_definition", source=SNEAKY_TEST, dictionaryName="sneaks")
+    assert not compiled.get("isError"), compiled
+    module = daemon.state / "image" / "sneaks.py"
+    committed = module.read_text()
+    reader = AuthClient(daemon.port, idp.mint(sub="ro-rae", scope=REQUIRED))
+    reader.initialize()
+    ran = reader.tool("run_test_class", className="TestSneakyCommit")["structuredContent"]
+    assert (ran["run"], ran["errors"]) == (1, 1), ran
+    assert ran["failed"][0]["exception"] == "ReadOnlySession", ran
+    assert ran["failed"][0]["message"].startswith(
+        "[Errno 1] this session is read-only: a commit is refused, nothing was written"), ran
+    assert module.read_text() == committed
+    journal = (daemon.state / "image" / ".gsmcpd" / "journal.jsonl").read_text()
+    assert reader.session not in journal and writer.session in journal
+    for client in (writer, reader):
+        client.delete()
+        client.close()
+
+
 def test_a_token_without_the_write_scope_cannot_drive_a_read_write_session(daemon, idp):
     client = AuthClient(daemon.port, idp.mint(sub="hank"))
     client.initialize()

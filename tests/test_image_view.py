@@ -11,7 +11,8 @@ import traceback
 
 import pytest
 
-from gsmcpd.image.store import CommitConflict
+from gsmcpd.image import store as store_module
+from gsmcpd.image.store import CommitConflict, ImageStore, ReadOnlySession
 from helpers import exclusive_lock_free
 from test_tools_support import image, views, write_image  # noqa: F401  (fixtures)
 
@@ -34,6 +35,30 @@ def test_another_sessions_commit_is_invisible_until_refresh(image, views):
     assert report.brought_in == ["zoo.animals"]
     assert 'return "WOOF"' in b.source("zoo.animals")
     assert b.version == a.version == 1
+
+
+def test_a_read_only_sessions_process_writes_nothing_through_any_view_or_store(image, views, monkeypatch):
+    # The image's own code (a test run by a read-only session) reached its view's commit,
+    # or made its own store, and wrote the image.
+    monkeypatch.setattr(store_module, "_writes_refused", False)   # put back after the test
+    view = views(image)
+    store_module.refuse_writes()
+    edited(view, "zoo.animals", 'return "woof"', 'return "WOOF"')
+    with pytest.raises(ReadOnlySession, match="this session is read-only: a commit is refused, nothing was written"):
+        view.commit()
+    assert view.changed_modules() == ["zoo.animals"]   # kept, as a conflict keeps them
+    view.abort()
+    with pytest.raises(ReadOnlySession):
+        view.commit()                                  # nothing to write: refused all the same
+    own = ImageStore(image)
+    with pytest.raises(ReadOnlySession):
+        own.commit({"zoo/animals.py": b"X = 1\n"}, view.base_hashes, user="u", session_id="s")
+    for write in (own.finish_pending, own.recover, lambda: own.keep_record("ab12"),
+                  lambda: own.release_record("ab12")):
+        with pytest.raises(ReadOnlySession):
+            write()
+    assert 'return "woof"' in (image / "zoo/animals.py").read_text()
+    assert own.journal() == []
 
 
 def test_import_hook_serves_the_snapshot_not_the_disk(image, views):

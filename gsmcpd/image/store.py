@@ -341,6 +341,34 @@ def sticky_state_problem(image_dir: str, *, any_account: bool = False) -> str | 
             f"chmod -t {state} (as {by})")
 
 
+class ReadOnlySession(PermissionError):
+    """A write to the image in the worker of a read-only session (refuse_writes): a commit
+    its own tools never make, but the image's code may (a test calling its view's commit).
+    Nothing was written."""
+
+    def __init__(self, what: str):
+        super().__init__(errno.EPERM, f"this session is read-only: {what} is refused, nothing was "
+                                      "written; open a read-write session to change the image")
+
+
+# Set once, in the worker of a read-only session before any of the image's code runs:
+# every ImageStore of the process then refuses to write, one that code made itself
+# included. An in-process guard against the image's code writing through gsmcpd's API;
+# code that writes files itself (open()) meets only its account's rights.
+_writes_refused = False
+
+
+def refuse_writes() -> None:
+    """From now on this process writes nothing to any image (ReadOnlySession)."""
+    global _writes_refused
+    _writes_refused = True
+
+
+def check_writable(what: str) -> None:
+    if _writes_refused:
+        raise ReadOnlySession(what)
+
+
 class ImageLockTimeout(OSError):
     """The image lock was not free within the wait: a process holds it (another
     account's code, say, flock on .gsmcpd/lock). Nothing was read or written."""
@@ -751,6 +779,7 @@ class ImageStore:
         With `read_back`, the image as this commit leaves it is appended to it, read before
         the lock is let go (_read_back), so no later commit is in it: the snapshot a
         committing view steps onto. Left empty if that read fails; the commit stands."""
+        check_writable("a commit")
         # Every directory is reached through `dirs` (see dirfd.py): checked once, then
         # held, so no write follows a link swapped in after the check.
         with self._exclusive() as dirs:
@@ -1029,6 +1058,7 @@ class ImageStore:
         compaction leaves out only a record JOURNAL_KEEP commits old. Only keeps a record:
         never fails (the settle then reads the journal as it is). The mark names this
         process (holders.this_process): once it is gone, compaction and recover remove it."""
+        check_writable("marking a commit unsettled")
         name = self._unsettled_name(commit_id)
         with contextlib.suppress(OSError), self._state_held() as state:
             fd = _create_shared(name, os.O_WRONLY | os.O_TRUNC, dir_fd=state)
@@ -1039,6 +1069,7 @@ class ImageStore:
 
     def release_record(self, commit_id: str) -> None:
         """Compaction may leave the record of `commit_id` out again (keep_record): settled."""
+        check_writable("unmarking a commit unsettled")
         name = self._unsettled_name(commit_id)
         with contextlib.suppress(OSError), self._state_held() as state:
             os.unlink(name, dir_fd=state)
@@ -1055,6 +1086,7 @@ class ImageStore:
         """Finish a commit left pending on disk (True if there was one), as every commit
         does first: for a session that settled its own commit found pending, so it is not
         left for whichever commit comes next."""
+        check_writable("finishing a pending commit")
         with self._exclusive():
             return self._finish_pending()
 
@@ -1064,6 +1096,7 @@ class ImageStore:
         sweeps only the directories it writes to), and the unsettled marks of processes
         gone (_sweep_dead_marks). `wait=False`: BlockingIOError at once
         if another process holds the lock."""
+        check_writable("tidying the image")
         with self._exclusive(wait) as dirs:
             finished = self._finish_pending()
             with _named_in(STATE_DIR):

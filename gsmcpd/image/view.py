@@ -36,8 +36,8 @@ from gsmcpd.image.renumber import code_of_live_functions, code_within, renumber_
 from gsmcpd.raised import raised_importing
 from gsmcpd.worker.toolset import BREAKS, ToolError, raise_if_break, recursion_limit_note
 from gsmcpd.image.store import (JOURNAL_LIMIT, LOCK_WAIT, CommitConflict, CommitPending, ImageStore,
-                                Snapshot, alike_hashes, module_name_of, other_form, packages_of, relpath_of,
-                                sha256)
+                                Snapshot, alike_hashes, check_writable, module_name_of, other_form, packages_of,
+                                relpath_of, sha256)
 
 KERNEL = "builtins"
 log = logging.getLogger("gsmcpd.image")
@@ -884,7 +884,9 @@ class View:
         identical commit) is taken as committed, not written, and named in
         `already_committed`; the modules others' commits it brought in are in `brought_in`,
         and this view's earlier undecided commit, settled first, in `settled` if it stands.
-        Raises CommitConflict (nothing written, changes kept)."""
+        Raises CommitConflict (nothing written, changes kept), ReadOnlySession in a
+        read-only session's worker, changes or none (its changes kept)."""
+        check_writable("a commit")
         self.already_committed, self.undecided, self.brought_in = [], [], []
         self.settled = self.settle()
         changed = self.changed_files()

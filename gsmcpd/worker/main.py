@@ -298,6 +298,9 @@ class WorkerLoop:
                 from gsmcpd.auth.usermap import become
                 _detach_stdio()
                 become(session["account"])
+            if session.get("read_only"):   # before any of the image's code runs in this worker
+                from gsmcpd.image.store import refuse_writes
+                refuse_writes()
             if self.tmp is not None:   # as the session's account: it owns it, no chown needed
                 try:
                     tmpdirs.make(self.tmp)
