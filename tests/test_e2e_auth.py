@@ -18,7 +18,7 @@ import pytest
 
 from gsmcpd.router.authgate import one_account_warning
 from gsmcpd.worker.toolsets import CORE_READ_ONLY_SAFE
-from helpers import (Client, Daemon, body_of, free_port, raw_exchange, recv_all, rss_kib, status_of,
+from helpers import (Client, Daemon, body_of, free_port, raw_exchange, recv_all, rss_kib, runs_until, status_of,
                      tool_text, wait_until)
 import idp as idp_module
 from idp import Idp, JwksServer
@@ -580,6 +580,30 @@ def test_a_token_without_the_write_scope_cannot_drive_a_read_write_session(daemo
         'error_description="token lacks required scope mcp:write"' % metadata_url(daemon))
     client.token = idp.mint(sub="hank")                           # stepped up again
     assert "42" in client.tool("execute_code", code="6 * 7")["content"][0]["text"]
+
+
+def test_a_token_without_the_write_scope_may_still_cancel_a_call_of_its_read_write_session_and_end_it(
+        daemon, idp, tmp_path):
+    # Both were 403 insufficient_scope: a client whose token lost the scope could not stop its own work.
+    writer = AuthClient(daemon.port, idp.mint(sub="hal"))
+    writer.initialize()
+    started, release = tmp_path / "started", tmp_path / "release"   # never released: only a cancel ends it early
+    answers = []
+    caller = threading.Thread(target=lambda: answers.append(writer.post({
+        "jsonrpc": "2.0", "id": "long", "method": "tools/call",
+        "params": {"name": "execute_code", "arguments": {"code": runs_until(started, release)}}})), daemon=True)
+    caller.start()
+    assert wait_until(started.exists)
+    stepped_down = AuthClient(daemon.port, idp.mint(sub="hal", scope=REQUIRED))
+    stepped_down.session = writer.session
+    note = stepped_down.post({"jsonrpc": "2.0", "method": "notifications/cancelled",
+                              "params": {"requestId": "long", "reason": "test"}})
+    assert (note.status, note.body) == (202, b"")
+    caller.join(30)
+    assert answers[0].status == 200 and b"finished" not in answers[0].body, answers
+    assert stepped_down.call("ping").status == 403              # driving it still needs the scope
+    assert stepped_down.delete().status == 200
+    assert writer.call("ping").status == 404                    # ended
 
 
 def test_a_client_looping_without_the_write_scope_on_its_read_write_session_is_logged_once(daemon, idp):

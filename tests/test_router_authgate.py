@@ -4,6 +4,7 @@ never ends, as on a hung mount), and the one SIGHUP asks for (AuthGate.reload_ke
 
 import heapq
 import itertools
+import json
 import logging
 import os
 import queue
@@ -12,6 +13,7 @@ from types import SimpleNamespace
 import pytest
 
 from gsmcpd.auth.jwks import KeySource
+from gsmcpd.auth.tokens import Principal
 from gsmcpd.config import Config
 from gsmcpd.router.authgate import AuthGate
 from helpers import wait_until
@@ -150,3 +152,41 @@ def test_a_sighup_during_a_fetch_fetches_again_once_it_ends(tmp_path, caplog):
             while "SIGHUP: signing keys reloaded" not in caplog.text:
                 loop.run_posted()
         assert server.fetches[server.JWKS_PATH] == 2
+
+
+def a_gate_on_a_read_write_session(tmp_path, sid):
+    jwks = tmp_path / "jwks.json"
+    jwks.write_text('{"keys": []}')
+    config = Config(auth=True, issuer="https://idp.test", audience="https://mcp.example/mcp",
+                    jwks_file=jwks, required_scopes=("mcp:use",), write_scope="mcp:write")
+    gate = AuthGate(SimpleNamespace(loop=ManualLoop(), config=config))
+    session = SimpleNamespace(read_only=False, user="hank", short=sid[:8])
+    gate.router = SimpleNamespace(sessions=SimpleNamespace(by_id={sid: session}),
+                                  repeated=SimpleNamespace(log=lambda *args: None))
+    return gate
+
+
+def request_to(sid, method, message=None, head_only=False):
+    body = None if head_only else json.dumps(message).encode() if message is not None else b""
+    return SimpleNamespace(method=method, body=body,
+                           header=lambda name: sid if name == "mcp-session-id" else None)
+
+
+@pytest.mark.parametrize("method, message, head_only, refused", [
+    ("DELETE", None, False, False),
+    ("POST", {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 3}}, False, False),
+    ("POST", None, True, False),     # its head: read, then judged whole
+    ("POST", {"jsonrpc": "2.0", "id": 4, "method": "notifications/cancelled"}, False, True),   # a request
+    ("POST", {"jsonrpc": "2.0", "id": 5, "method": "ping"}, False, True),
+    ("POST", {"jsonrpc": "2.0", "method": "notifications/initialized"}, False, True),
+    ("POST", "not json-rpc", False, True),
+    ("GET", None, False, True),
+])
+def test_a_token_without_the_write_scope_may_end_its_read_write_session_or_cancel_its_call_only(
+        tmp_path, method, message, head_only, refused):
+    # DELETE and notifications/cancelled were 403 insufficient_scope: the session could not be ended.
+    sid = "a" * 32
+    gate = a_gate_on_a_read_write_session(tmp_path, sid)
+    without_write = Principal("hank", frozenset({"mcp:use"}), True, 0.0, {})
+    answer = gate._scope_below_session(request_to(sid, method, message, head_only), without_write)
+    assert (answer is not None and answer.status == 403 and answer.error == "insufficient_scope") == refused

@@ -37,6 +37,22 @@ def forbid(conn, refusal, request_id=None):
         request_id, jsonrpc.INVALID_REQUEST, "Forbidden: " + refusal.reason)))
 
 
+def ends_or_cancels(request):
+    """Whether `request` is a DELETE, or a POST of notifications/cancelled; a POST's head,
+    its body still to come (None), passes to be read and judged whole."""
+    if request.method == "DELETE":
+        return True
+    if request.method != "POST":
+        return False
+    if request.body is None:
+        return True
+    try:
+        message = jsonrpc.parse(jsonrpc.without_bom(request.body))
+    except jsonrpc.JsonRpcError:
+        return False
+    return message.kind == "notification" and message.method == "notifications/cancelled"
+
+
 class AuthGate:
     def __init__(self, router):
         self.router = router
@@ -197,12 +213,13 @@ class AuthGate:
 
     def _scope_below_session(self, request, principal):
         """A read-write session was opened with the write scope; a token without it
-        may not drive that session (it would act with rights it was not granted)."""
+        may not drive that session (it would act with rights it was not granted). Ending
+        it, or cancelling its call, grants nothing: its user may, with any valid token."""
         write_scope = self.settings.write_scope
         if write_scope is None or not principal.read_only:
             return None
         session = self.router.sessions.by_id.get(request.header("mcp-session-id") or "")
-        if session is None or session.read_only or session.user != principal.user:
+        if session is None or session.read_only or session.user != principal.user or ends_or_cancels(request):
             return None
         self.router.repeated.log(log, logging.INFO, "user %s sent a token without %s to read-write session %s: "
                                  "answered 403" % (named(principal.user), write_scope, session.short))
