@@ -59,12 +59,23 @@ def browser_origins(config: Config) -> str:
     return " ".join(config.allowed_origins) + " (CORS)" if config.allowed_origins else "loopback only, no CORS"
 
 
+def toolsets_served(config: Config) -> str:
+    """The toolsets as tools/list serves them: in read-only mode those it keeps, naming those it
+    hides (one with no read-only safe tool), as the startup line and `check` say them."""
+    if not config.readonly:
+        return " ".join(config.toolsets)
+    from gsmcpd.worker.toolsets import read_only_surface
+    kept = read_only_surface(config.toolsets)[0]
+    dropped = [name for name in config.toolsets if name not in kept]
+    return (" ".join(kept) or "none") + (f" (read-only hides {', '.join(dropped)})" if dropped else "")
+
+
 def startup_line(config: Config) -> str:
     """The one line that says what this server is: the router logs it once listening."""
     return (f"gsmcpd {__version__} listening on {config.url} "
             f"(host {config.host}, port {config.port}, pid {os.getpid()}); "
             f"image {config.image}; read-only {'yes' if config.readonly else 'no'}; "
-            f"toolsets {' '.join(config.toolsets)}; auth {'on' if config.auth else 'off'}; "
+            f"toolsets {toolsets_served(config)}; auth {'on' if config.auth else 'off'}; "
             f"browser origins {browser_origins(config)}; "
             f"{trace.startup_line(config.trace, config.trace_limit)}")
 
@@ -964,15 +975,11 @@ def check(config: Config, out: TextIO = sys.stdout) -> int:
         warn(unused)
     report("auth", "on" if config.auth else "off (loopback only)")
     report("read-only", "yes" if config.readonly else "no")
-    if config.readonly:   # as tools/list answers: the toolsets and tools read-only mode hides, named
+    report("toolsets", toolsets_served(config))
+    if config.readonly:   # as tools/list answers: the tools read-only mode hides, named
         from gsmcpd.worker.toolsets import read_only_surface
-        kept, served, hidden = read_only_surface(config.toolsets)
-        dropped = [name for name in config.toolsets if name not in kept]
-        report("toolsets", (" ".join(kept) or "none") + (
-            f" (read-only hides {', '.join(dropped)})" if dropped else ""))
+        _, served, hidden = read_only_surface(config.toolsets)
         report("hidden tools", (" ".join(hidden) or "none") + f" (read-only; tools/list serves {len(served)})")
-    else:
-        report("toolsets", " ".join(config.toolsets))
     report("origins", browser_origins(config))
     if problems:
         print(f"PROBLEM: {problems[0]}", file=out)

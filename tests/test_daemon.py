@@ -546,6 +546,12 @@ def test_startup_line_states_the_essentials(tmp_path):
                  "browser origins loopback only, no CORS",
                  "message trace: ON (inbound) -- bodies capped at 4096 chars"):
         assert part in line
+    # read-only: the toolsets served, as `check` names them; it listed all seven
+    every = load_config({"state_dir": str(tmp_path), "readonly": True}, {})
+    assert ("; toolsets session listing browsing search testing (read-only hides execution, mutation); "
+            in daemon.startup_line(every))
+    assert "; toolsets execution session listing browsing search mutation testing; " in daemon.startup_line(
+        load_config({"state_dir": str(tmp_path)}, {}))
     listed = load_config({"state_dir": str(tmp_path)}, {"GS_MCP_ALLOWED_ORIGINS": "http://localhost:6274 app.example"})
     assert "; browser origins http://localhost:6274 app.example (CORS); " in daemon.startup_line(listed)
 

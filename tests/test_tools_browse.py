@@ -24,6 +24,14 @@ def test_status_reports_identity_version_and_changes(client, image):
     assert structured["uncommittedChanges"] is True and structured["changedModules"] == ["zoo.keeper"]
 
 
+def test_status_says_in_its_text_whether_the_session_is_read_only(image, views):
+    # Only structuredContent.readOnly said it, which a client showing the text never shows.
+    for read_only, said in ((True, "read-only: yes (this session cannot commit or change the image)"),
+                            (False, "read-only: no")):
+        result = Client(views(image, "ro" if read_only else "rw", install=False), read_only=read_only).ok("status")
+        assert said in text(result).splitlines() and result["structuredContent"]["readOnly"] is read_only
+
+
 # What a conflict's answer says to do next.
 FORWARD = ("Use abort to take the committed version (discarding your changes), then make them "
            "again on it; refresh only shows which modules both changed: it keeps yours on "

@@ -301,6 +301,8 @@ class SessionToolset(Toolset):
         text = "\n".join([
             f"user: {structured['user']}", f"session: {structured['sessionId']}",
             f"worker pid: {structured['pid']}", f"image: {structured['image']}",
+            "read-only: " + ("yes (this session cannot commit or change the image)"
+                             if structured["readOnly"] else "no"),
             f"view version: {structured['viewVersion']}",
             "uncommitted changes: " + (", ".join(changed) if changed else "none"),
         ])
