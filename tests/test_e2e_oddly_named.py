@@ -9,6 +9,9 @@ So too classes whose metaclass gives a `__module__` and `__qualname__` that rais
 `RuntimeError: no module`), named by own.module_of and own.QUALNAME; and one whose body
 binds `__module__ = 42`, named by its qualified name alone, as Python's repr names it.
 
+A class whose `__qualname__` holds a lone surrogate, and one holding a method of such a
+name, are named with its escape: each browse answered 'the result cannot be sent'.
+
 One daemon for the module, on a throwaway image.
 """
 
@@ -140,8 +143,19 @@ class TestPlaced(metaclass=Placeless):
     def test_passes(self):
         pass
 """
+SURROGATE = """class Sur:
+    __qualname__ = "Sur\\udc80"   # a lone surrogate: a str Python allows, UTF-8 cannot carry
+
+    def where(self):
+        return 1
+
+
+class Named:
+    locals()["meth\\udc82"] = lambda self: 1   # a name no def can write
+"""
 FILES = {"oddly/__init__.py": "", "oddly/named.py": NAMED, "oddly/test_named.py": TESTS, "oddly/drawn.py": DRAWN,
-         "oddly/placed.py": PLACED, "oddly/test_placed.py": PLACED_TESTS}
+         "oddly/placed.py": PLACED, "oddly/test_placed.py": PLACED_TESTS,
+         "oddly/surrogate.py": SURROGATE}
 
 
 @pytest.fixture(scope="module")
@@ -220,6 +234,17 @@ def test_a_class_whose_body_binds_module_to_no_str_is_named_by_its_qualified_nam
                  source="def count(self):\n    return 4\n").startswith(
         "oddly.placed.Numbered cannot be modified: oddly.placed binds it to a class whose "
         "__module__ is of type int, no str, and the tools cannot tell")
+
+
+def test_a_class_whose_qualname_or_method_name_holds_a_lone_surrogate_is_browsed_with_its_escape(c):
+    # Each answer was 'the result cannot be sent: not JSON: 'utf-8' codec can't encode character'.
+    described = call_tool(c, "describe_class", {"className": "oddly.surrogate.Sur"})["content"][0]["text"]
+    assert "mro: oddly.surrogate.Sur\\udc80 -> object" in described, described
+    methods = structured(c, "list_methods", className="oddly.surrogate.Sur")["methods"]["instance"]
+    assert methods == [{"name": "where", "definedIn": "oddly.surrogate.Sur\\udc80"}]
+    hierarchy = structured(c, "get_class_hierarchy", className="oddly.surrogate.Sur")
+    assert hierarchy["superclasses"] == ["object", "oddly.surrogate.Sur\\udc80"], hierarchy
+    assert structured(c, "describe_class", className="oddly.surrogate.Named")["methods"] == ["meth\\udc82"]
 
 
 def test_a_test_of_such_a_class_raising_such_an_exception_is_reported(c):

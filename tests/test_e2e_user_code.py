@@ -807,13 +807,14 @@ def test_output_utf8_cannot_carry_is_shown_escaped(keeps_its_work):
     assert not result.get("isError") and result["structuredContent"]["stdout"] == "\\ud800\n"
 
 
-def test_any_tool_answer_that_cannot_be_sent_is_a_tool_error(keeps_its_work):
+def test_any_tool_answer_utf8_cannot_carry_is_sent_with_its_escape(keeps_its_work):
     # The router refuses such a string in a request (-32700), but the user's code can
-    # still make one: a live docstring that describe_class then shows.
+    # still make one: a live docstring that describe_class then shows. It was answered
+    # "the result cannot be sent: not JSON: 'utf-8' codec can't encode ...", kind other.
     keeps_its_work.tool("execute_code",
               code="from shop.models import Cart\nCart.__doc__ = 'odd ' + chr(0xD800)")
-    text = failed(keeps_its_work.tool("describe_class", className="Cart"), "other")
-    assert text.startswith("the result cannot be sent:") and "surrogates not allowed" in text
+    described = keeps_its_work.tool("describe_class", className="Cart")
+    assert not described.get("isError") and described["structuredContent"]["doc"] == "odd \\ud800", described
     keeps_its_work.tool("execute_code", code="Cart.__doc__ = None")
 
 

@@ -1,6 +1,7 @@
 """Unit tests for the router <-> worker frame codec (gsmcpd/wire/frames.py)."""
 
 import json
+import socket
 
 import pytest
 
@@ -144,6 +145,22 @@ def test_a_log_frame_carries_level_and_message_cut_at_the_cap_and_sendable():
     assert frame == {"op": "log", "level": "WARNING", "message": "x" * 20 + "...(+11 more chars)"}
     [frame] = FrameDecoder().feed(frames.log_frame("ERROR", "lone \ud800 surrogate"))
     assert frame["message"] == "lone \\ud800 surrogate"     # its escape, not a failed record
+
+
+def test_every_string_of_a_json_value_keys_too_is_carried_with_its_escapes():
+    value = {"class": "m.Sur\udc80", "methods": {"m\udc82": ["a\ud800", 1, None, ("t\udcff",)]}}
+    assert frames.all_carried(value) == {
+        "class": "m.Sur\\udc80", "methods": {"m\\udc82": ["a\\ud800", 1, None, ["t\\udcff"]]}}
+
+
+def test_a_worker_sends_an_answer_holding_a_lone_surrogate_with_its_escapes():
+    from gsmcpd.worker.main import WorkerLoop
+    ours, theirs = socket.socketpair()
+    with ours, theirs:
+        reply = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "mro: m.Sur\udc80"}]}}
+        assert WorkerLoop(theirs).send_message("reply", 7, reply)
+        [frame] = FrameDecoder().feed(ours.recv(65536))
+    assert frame["message"]["result"]["content"][0]["text"] == "mro: m.Sur\\udc80"   # not 'the result cannot be sent'
 
 
 def test_a_raw_decoder_refuses_a_big_frame_that_relays_nothing_but_relays_big_messages():

@@ -16,7 +16,7 @@ import struct
 from gsmcpd.wire import jsonrpc
 
 __all__ = ["MAX_FRAME", "MAX_OTHER_FRAME", "LOG_MESSAGE_CAP", "FrameError", "encode",
-           "message_frame", "cut_log_message", "carries", "carried", "log_frame", "FrameDecoder"]
+           "message_frame", "cut_log_message", "carries", "carried", "all_carried", "log_frame", "FrameDecoder"]
 
 MAX_FRAME = 64 * 1024 * 1024
 # What a raw decoder parses of a frame that is not relayed (prepared, log): all of
@@ -79,6 +79,19 @@ def carried(text):
     """`text` with what UTF-8 cannot carry (a lone surrogate, `ValueError('\\udcff')`) as
     its escape: a log record or a message the user's code made, not a failed frame."""
     return text.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def all_carried(obj):
+    """A JSON value with every string in it (keys too) `carried`: an answer holding text
+    the user's code made that no tool escaped (a class's `__qualname__`, a method's name
+    in its class's dictionary, a docstring) sent with the escapes, not refused whole."""
+    if isinstance(obj, str):
+        return carried(obj)
+    if isinstance(obj, dict):
+        return {all_carried(key): all_carried(value) for key, value in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [all_carried(value) for value in obj]
+    return obj
 
 
 def log_frame(level, message, cap=LOG_MESSAGE_CAP):

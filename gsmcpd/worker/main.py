@@ -249,6 +249,8 @@ class WorkerLoop:
         if it was dropped (from a fork of the user's, see _send_bytes)."""
         try:
             data = jsonrpc.dumps(message)
+        except UnicodeEncodeError:   # a lone surrogate the user's code made: sent as its escape
+            data = jsonrpc.dumps(frames.all_carried(message))
         except (TypeError, ValueError) as error:
             raise frames.FrameError(f"not JSON: {error}") from error
         return self._send_bytes(frames.message_frame(op, seq, data))
