@@ -7,7 +7,8 @@ deletion was made though the module no longer imports. They are named as Python 
 So too classes whose metaclass gives a `__module__` and `__qualname__` that raise
 (oddly.placed: every browse, test, mutation tool and execute_code's traceback failed with
 `RuntimeError: no module`), named by own.module_of and own.QUALNAME; and one whose body
-binds `__module__ = 42`, named by its qualified name alone, as Python's repr names it.
+binds `__module__ = 42`, named by its qualified name alone, as Python's repr names it; a
+setUpClass or tearDownClass of such a TestCase failing is reported naming the class so.
 
 A class whose `__qualname__` holds a lone surrogate, and one holding a method of such a
 name, are named with its escape: each browse answered 'the result cannot be sent'.
@@ -131,6 +132,24 @@ class TestCased(unittest.TestCase, metaclass=Placeless):
     def test_sub(self):
         with self.subTest(i=1):
             raise Odd("sub")
+
+    def test_passes(self):
+        pass
+
+
+class TestSetUpFails(unittest.TestCase, metaclass=Placeless):
+    @classmethod
+    def setUpClass(cls):
+        raise ValueError("no setup")
+
+    def test_passes(self):
+        pass
+
+
+class TestTearDownFails(unittest.TestCase, metaclass=Placeless):
+    @classmethod
+    def tearDownClass(cls):
+        raise ValueError("no teardown")
 
     def test_passes(self):
         pass
@@ -260,6 +279,19 @@ def test_a_test_of_such_a_class_raising_such_an_exception_is_reported(c):
     told = call_tool(c, "describe_test_failure", {"className": "oddly.test_placed.TestPlaced",
                                                   "selector": "test_raises"})
     assert "oddly.placed.Odd: odd" in told["content"][0]["text"], told
+
+
+def test_a_class_fixture_of_such_a_class_failing_is_reported_naming_the_class(c):
+    # unittest names the fixture's entry by util.strclass, which asked the class its
+    # __module__: the answer was 'RuntimeError: no module', the fixture's error lost.
+    ran = structured(c, "run_test_class", className="oddly.test_placed.TestSetUpFails")
+    assert (ran["run"], ran["notRun"], ran["fixtureErrors"]) == (0, 1, 1), ran
+    assert [(f["test"], f["exception"], f["message"]) for f in ran["failed"]] == [
+        ("setUpClass (oddly.test_placed.TestSetUpFails)", "ValueError", "no setup")]
+    ran = structured(c, "run_test_class", className="oddly.test_placed.TestTearDownFails")
+    assert (ran["run"], ran["passed"], ran["fixtureErrors"]) == (1, 1, 1), ran
+    assert [(f["test"], f["exception"], f["message"]) for f in ran["failed"]] == [
+        ("tearDownClass (oddly.test_placed.TestTearDownFails)", "ValueError", "no teardown")]
 
 
 def test_execute_code_raising_such_an_exception_shows_its_traceback(c):

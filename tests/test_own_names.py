@@ -130,3 +130,30 @@ def test_a_test_case_of_such_a_class_is_listed_and_named_as_type_keeps_its_names
     assert testing.id_of(case) == f"{named}.test_sub"
     sub = unittest.case._SubTest(case, unittest.case._subtest_msg_sentinel, {"i": 1})
     assert testing.id_of(sub) == f"{named}.test_sub (i=1)"
+
+
+def test_a_failed_class_fixture_of_such_a_test_case_is_reported_naming_the_class_as_type_keeps_it():
+    class SetUp(unittest.TestCase, metaclass=Placeless):   # local: pytest would collect it
+        @classmethod
+        def setUpClass(cls):
+            raise ValueError("no setup")
+
+        def test_passes(self):
+            pass
+
+    class TearDown(unittest.TestCase, metaclass=Placeless):
+        @classmethod
+        def tearDownClass(cls):
+            raise ValueError("no teardown")
+
+        def test_passes(self):
+            pass
+    result, theirs = unittest.TestResult(), unittest.util.strclass
+    # unittest's suite named the class by util.strclass: RuntimeError('no module') out of the run.
+    testing.ModuleFixtureSuite([SetUp("test_passes"), TearDown("test_passes")]).run(result)
+    local = f"{__name__}.test_a_failed_class_fixture_of_such_a_test_case_is_reported_naming_the_class_as_type_keeps_it.<locals>"
+    assert [(str(holder), text.splitlines()[-1]) for holder, text in result.errors] == [
+        (f"setUpClass ({local}.SetUp)", "ValueError: no setup"),
+        (f"tearDownClass ({local}.TearDown)", "ValueError: no teardown")]
+    assert result.testsRun == 1
+    assert unittest.util.strclass is theirs   # unittest's own again after

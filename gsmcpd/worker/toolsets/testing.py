@@ -531,6 +531,20 @@ def _class_fixture_with_outcomes(cls, name: str):
 
 
 @contextlib.contextmanager
+def _classes_named_by_type():
+    """unittest's suite names the class whose setUpClass or tearDownClass (or a cleanup)
+    failed by util.strclass, which asks the class its `__module__`: a metaclass making
+    that raise made its error the whole run's answer, the fixture's own lost. While the
+    suite handles a class fixture, it names the class as _dotted does."""
+    util = unittest.suite.util
+    theirs, util.strclass = util.strclass, _dotted
+    try:
+        yield
+    finally:
+        util.strclass = theirs
+
+
+@contextlib.contextmanager
 def _put_in_place(cls, name: str, function):
     """cls.name is `function` while unittest calls it, and the class's own again after
     (the class is the image's); nothing is put in place for a None `function`."""
@@ -586,7 +600,7 @@ class ModuleFixtureSuite(unittest.TestSuite):
         plain = cls is not None and issubclass(cls, PlainTestCase)   # not a name a TestCase may have
         self._fixture_names = PlainTestCase.FIXTURE_NAMES if plain else {}
         try:
-            with _class_fixture_with_outcomes(cls, name):
+            with _class_fixture_with_outcomes(cls, name), _classes_named_by_type():
                 yield
         finally:
             self._fixture_names = {}
