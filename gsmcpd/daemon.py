@@ -366,6 +366,8 @@ def serving_elsewhere(port: int, state_dir: Path) -> str | None:
         if not (_names_gsmcpd(argv) and "serve" in argv and _serves(entry, argv, port, listening)):
             continue
         theirs = [_as_seen_by(entry, path) for path in _flag_values(argv, "--state-dir")]
+        if not theirs and _control_socket_dir(entry, port) == state_dir:
+            theirs = [state_dir]   # given it otherwise (GS_MCP_STATE_DIR, a conf file): this one
         if theirs and theirs[-1] != state_dir:
             return (f"pid {entry.name}, a gsmcpd serving port {port} from the state directory "
                     f"{theirs[-1]}, is running: stop it with {_stop_command(port, theirs[-1])}")
@@ -375,6 +377,23 @@ def serving_elsewhere(port: int, state_dir: Path) -> str | None:
                     f"kill {entry.name}")
         return (f"pid {entry.name}, a gsmcpd serving port {port}, is running: give the "
                 f"--state-dir or --config it was started with, or kill {entry.name}")
+    return None
+
+
+def _control_socket_dir(process: Path, port: int) -> Path | None:
+    """The directory of the control socket for `port` that `process` listens on, as it
+    bound it: /proc/net/unix keeps that path when the file is removed. None when it holds
+    none that tells it (one bound through /proc/self/fd, its path past sun_path's length)."""
+    try:
+        rows = Path("/proc/net/unix").read_text(errors="surrogateescape").splitlines()[1:]
+    except OSError:
+        return None
+    for row in rows:
+        # Num RefCount Protocol Flags Type St Inode Path
+        fields = row.split(maxsplit=7)
+        if (len(fields) == 8 and fields[7].endswith(f"/gsmcpd-{port}.ctl")
+                and not fields[7].startswith("/proc/") and _holds_any(process, {f"socket:[{fields[6]}]"})):
+            return Path(os.path.normpath(fields[7])).parent
     return None
 
 

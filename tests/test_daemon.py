@@ -148,12 +148,16 @@ def fake_gsmcpd(tmp_path):
     """A live process whose command line looks like a gsmcpd on port 8765.
 
     It ignores SIGTERM when asked to, so stop's SIGKILL fallback can be seen; it listens
-    on `listens_on` (host, port) when given, as a serve does."""
-    def spawn(ignore_term=False, port_arg=True, port_args=("--port", "8765"), listens_on=None, args=()):
+    on `listens_on` (host, port) when given, as a serve does, and on a unix socket at
+    `control_socket` when given, as a serve's control socket."""
+    def spawn(ignore_term=False, port_arg=True, port_args=("--port", "8765"), listens_on=None, args=(),
+              control_socket=None):
         code = ("import signal, socket, time, sys\n"
                 + ("signal.signal(signal.SIGTERM, signal.SIG_IGN)\n" if ignore_term else "")
                 + (f"s = socket.create_server({listens_on!r}, family=socket.AF_INET6 if ':' in "
                    f"{listens_on[0]!r} else socket.AF_INET)\n" if listens_on else "")
+                + (f"c = socket.socket(socket.AF_UNIX)\nc.bind({str(control_socket)!r})\nc.listen()\n"
+                   if control_socket else "")
                 + "sys.stdout.write('up\\n'); sys.stdout.flush()\ntime.sleep(30)\n")
         script = tmp_path / "gsmcpd"
         script.write_text(code)
@@ -245,6 +249,22 @@ def test_the_gsmcpd_serving_a_port_is_found_by_its_socket_however_it_was_given_t
     port = free_port()
     proc = fake_gsmcpd(port_arg=False, listens_on=(host, port))
     assert daemon.serving_elsewhere(port, tmp_path / "other") == (
+        f"pid {proc.pid}, a gsmcpd serving port {port}, is running: give the --state-dir or "
+        f"--config it was started with, or kill {proc.pid}")
+
+
+def test_a_gsmcpd_whose_pidfile_and_control_socket_were_removed_is_told_to_be_killed(tmp_path, fake_gsmcpd):
+    # Its state directory not on its command line (GS_MCP_STATE_DIR, a conf file): the
+    # socket it listens on, its file removed, names it. Asked in that directory, the hint
+    # was "give the --state-dir or --config it was started with", the one given.
+    port, state = free_port(), tmp_path / "state"
+    state.mkdir()
+    proc = fake_gsmcpd(port_arg=False, listens_on=("127.0.0.1", port), control_socket=state / f"gsmcpd-{port}.ctl")
+    (state / f"gsmcpd-{port}.ctl").unlink()
+    assert daemon.serving_elsewhere(port, state) == (
+        f"pid {proc.pid}, a gsmcpd serving port {port}, is running without its pidfile and control "
+        f"socket in {state} (removed?): stop it with kill {proc.pid}")
+    assert daemon.serving_elsewhere(port, tmp_path / "other") == (   # asked elsewhere: which was it?
         f"pid {proc.pid}, a gsmcpd serving port {port}, is running: give the --state-dir or "
         f"--config it was started with, or kill {proc.pid}")
 

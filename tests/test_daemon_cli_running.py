@@ -366,6 +366,22 @@ def test_end_asked_in_another_state_directory_names_the_gsmcpd_serving_the_port(
     assert client.call("ping").status == 200
 
 
+def test_status_and_stop_of_a_server_whose_pidfile_and_socket_were_removed_say_only_to_kill_it(tmp_path):
+    # Its state directory from GS_MCP_STATE_DIR, as the unit's: asked in that very directory,
+    # the hint was also "give the --state-dir or --config it was started with", the one it was.
+    with Daemon(tmp_path) as d:
+        (d.state / f"gsmcpd-{d.port}.pid").unlink()
+        (d.state / f"gsmcpd-{d.port}.ctl").unlink()
+        hint = (f"pid {d.proc.pid}, a gsmcpd serving port {d.port}, is running without its pidfile "
+                f"and control socket in {d.state} (removed?): stop it with kill {d.proc.pid}")
+        for command in ("status", "stop"):
+            result = gsmcpd(command, str(d.port), "--state-dir", str(d.state))
+            said = result.stdout + result.stderr   # stop's on stdout, as stop-server.sh shows it
+            assert result.returncode == 1 and said.strip().endswith(hint), said
+            assert "--state-dir or --config" not in said, said
+        assert d.running()
+
+
 def test_start_makes_a_log_named_by_a_link_to_nothing_yet_0600_under_a_narrowing_umask(tmp_path):
     # The link's target was made 0400 (umask 0277): a reopen at SIGHUP could not write it.
     port, state, target = free_port(), tmp_path / "state", tmp_path / "logs" / "gsmcpd.log"
