@@ -77,7 +77,8 @@ def error_message(response):
 
 
 def plain_daemon_says(tmp_path):
-    """What a second start, stop-server.sh, the gates, a killed worker and a reap say."""
+    """What a second start, stop-server.sh, the gates, a killed worker, a reap and a stop
+    of a daemon whose pidfile and control socket were removed say."""
     said = []
     (tmp_path / "plain").mkdir()
     # --state-dir on its command line, as another start's is: what names it to the others.
@@ -104,6 +105,9 @@ def plain_daemon_says(tmp_path):
         Client(daemon.port).initialize()   # and left: no stream, no request, so reaped
         wait_until(lambda: "reaped (streamless)" in daemon.log_path.read_text(), timeout=60)
         said.append(daemon.log_path.read_text())
+        (daemon.state / f"gsmcpd-{port}.pid").unlink()
+        (daemon.state / f"gsmcpd-{port}.ctl").unlink()
+        said.append(stop_server(port, "--state-dir", state))   # nothing but a signal reaches it now
     return said
 
 
