@@ -15,6 +15,7 @@ import pytest
 from helpers import Daemon, open_session, tool_text
 from test_e2e_tools import call_tool, error, ok, structured, write_image
 from test_e2e_tools import run_code as run
+from test_tools_mutation_whole import SEALED
 from test_tools_support import missing_member_error
 from test_tools_support import write_image as write_files
 from test_tools_testing import ODD as ODD_TESTS
@@ -540,6 +541,24 @@ def test_a_class_whose_metaclass_getattr_raises_is_edited_whole(daemon, image, c
     other = open_session(daemon)
     assert run(other, "from fix.metaregistry import Registered\nRegistered().other()") == "2"
     assert structured(other, "describe_class", className="fix.metaregistry.Registered")["doc"] == "Its own doc."
+    other.close()
+
+
+def test_an_edit_failing_part_way_leaves_the_live_class_and_its_source_as_they_were(daemon, image, c):
+    # Its metaclass raised on the edit's second set (the ABC's __abstractmethods__, after the
+    # method): the live class ran the new def, get_method_source gave the old one.
+    (image / "fix" / "sealed.py").write_text(SEALED)
+    ok(c, "refresh")
+    message = error(c, "compile_method", "other", className="fix.sealed.Job",
+                    source="def run(self):\n    return 'new'\n")
+    assert run(c, "from fix.sealed import Job\nJob().run()") == repr("old")
+    assert "nothing was changed" in message
+    assert structured(c, "get_method_source", className="fix.sealed.Job",
+                      selector="run")["source"] == 'def run(self):\n    return "old"\n'
+    assert structured(c, "commit")["committed"] == []
+    assert (image / "fix" / "sealed.py").read_text() == SEALED
+    other = open_session(daemon)
+    assert run(other, "from fix.sealed import Job\nJob().run()") == repr("old")
     other.close()
 
 

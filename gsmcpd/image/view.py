@@ -1084,6 +1084,25 @@ class View:
         report.reloaded = _imported(report)
         return report
 
+    def put_back(self, texts: dict[str, str], modules, again: bool = True) -> list[str]:
+        """Undo a change a tool made only in part: the texts as `texts` (taken before it),
+        and `modules`, whose live objects it changed, imported again from them with the
+        loaded modules importing them, as abort does every module. Not `again` (a break:
+        no code of the session's runs), those are forgotten, imported when next used.
+        Returns the modules imported again or forgotten."""
+        changed = [rel for rel, text in texts.items() if self.texts.get(rel) is not text]
+        self._texts_changing()
+        self.texts.clear()
+        self.texts.update(texts)
+        self._drop_stale_derived()
+        for rel in changed:   # tracebacks show the text the module has again
+            self.cache_lines(rel)
+        stale = self._importers_of(set(modules), self.loaded_modules())
+        if not again:
+            self._forget_live(stale)
+            return sorted(stale)
+        return self._with_failing_packages(set(self._reimported(stale)))
+
     def _failing_now(self) -> dict[str, str]:
         """import_errors, each module in it tried again (abort and refresh moved the epoch):
         theirs named a module failing as it did before, fixed by a commit brought in or the

@@ -2,7 +2,8 @@
 
 Every tool here edits the module's text at the AST position (gsmcpd.image.splice),
 updates the live objects (gsmcpd.image.live), then commits like the seed. A
-failed commit (conflict) leaves the change in the session, uncommitted, and says so.
+failed commit (conflict) leaves the change in the session, uncommitted, and says so; a
+failure before the commit undoes what the tool changed (whole_or_none).
 Everything the image does not itself define is refused (the kernel guard).
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import ast
 import builtins
 import enum
+import functools
 import importlib.util
 import inspect
 import keyword
@@ -24,7 +26,8 @@ from gsmcpd.image.view import KERNEL, is_program
 from gsmcpd.raised import raised
 from gsmcpd.worker import module_functions, special_methods
 from gsmcpd.worker.registry import Tool
-from gsmcpd.worker.toolset import BREAKS, ToolError, Toolset, bool_prop, object_schema, repeated, string_prop
+from gsmcpd.worker.toolset import (BREAKS, ToolError, Toolset, bool_prop, object_schema, recursion_limit_note,
+                                    repeated, string_prop)
 from gsmcpd.worker.toolsets.browsing import (CLASS_NAME, META, SELECTOR, filter_by_meta, live_kind,
                                               metaclass_method_text, metaclass_owner, no_def_hint,
                                               qualname)
@@ -157,6 +160,27 @@ def definition_error(error: BaseException, module, module_name: str) -> ToolErro
     return ToolError("compileError", message)
 
 
+def whole_or_none(tool):
+    """A mutation tool that fails past its first change and before its commit (user code
+    raising as the live class is set, a bug) leaves the session as it was: the texts as
+    they were, the live modules it changed (_changing) imported again from them with
+    their importers, as abort does; the error says so. A break puts the texts back and
+    forgets those modules, to run no code of the session's while it stops the call."""
+    @functools.wraps(tool)
+    def run(self, arguments):
+        texts, errors = dict(self.view.texts), dict(self.view.import_errors)
+        self._changed, self._committing = set(), False
+        try:
+            return tool(self, arguments)
+        except BaseException as error:
+            if self._committing or (not self._changed and self.view.texts == texts):
+                raise   # nothing changed yet, or the commit's own error (its changes kept, said)
+            self._put_back(tool.__name__, texts, errors, error)
+        finally:
+            self._changed = None
+    return run
+
+
 class MutationToolset(Toolset):
     name = "mutation"
     tool_names = ("add_dictionary", "compile_class_definition", "compile_method", "delete_class",
@@ -168,6 +192,8 @@ class MutationToolset(Toolset):
     def __init__(self, server=None):
         super().__init__(server)
         self.call_starting()
+        self._changed: set[str] | None = None   # the modules whose live objects the call changes
+        self._committing = False
 
     def call_starting(self) -> None:
         # One budget over all the import errors a call's answer tells, each told once.
@@ -226,8 +252,37 @@ class MutationToolset(Toolset):
             self.assert_mutable(cls, ref.qualified)
         return ref, cls
 
+    def _changing(self, module_name: str) -> None:
+        """Say the live objects of `module_name` are about to change (whole_or_none)."""
+        if self._changed is not None:
+            self._changed.add(module_name)
+
+    def _put_back(self, tool: str, texts: dict[str, str], errors: dict[str, str], error: BaseException):
+        """Undo the change `tool` made before `error` (whole_or_none), and raise the error
+        saying so: the break itself, or a ToolError of its kind ("other" for any other).
+        `errors`: the import errors as the call began (one failing so before is not new)."""
+        modules = sorted(self._changed)
+        again = not isinstance(error, BREAKS)
+        put_back = self.view.put_back(texts, modules, again)
+        if not again:
+            raise error
+        failing = {name: self.view.import_errors[name] for name in put_back
+                   if name in self.view.import_errors and errors.get(name) != self.view.import_errors[name]}
+        note = recursion_limit_note(error)   # as the server says an error no tool means
+        said = error.message if isinstance(error, ToolError) else raised(error) + ("" if note is None else "\n" + note)
+        message = f"{said}\n{tool} failed part way, and nothing was changed: "
+        message += (f"{', '.join(put_back)} {'was' if len(put_back) == 1 else 'were'} imported again "
+                    "from the source as it was, as abort does" if put_back else "the source is as it was")
+        if failing:   # their code raising on its re-run (a registry refusing a name twice)
+            message += "; " + "; ".join(f"{name} now fails to import: {text}" for name, text in failing.items())
+        details = {**(error.details if isinstance(error, ToolError) else {}), "reimported": put_back}
+        if failing:
+            details["importErrors"] = failing
+        raise ToolError(error.kind if isinstance(error, ToolError) else "other", message, details) from None
+
     def _finish(self, message, structured: dict) -> dict:
         """Commit, and answer `message` (a function: the message as the commit leaves things)."""
+        self._committing = True   # its failure is the commit's, which keeps the change and says so
         committed, brought_in, broken = commit_view(self.view)
         if callable(message):
             message = message()
@@ -460,6 +515,7 @@ class MutationToolset(Toolset):
 
     # -- tools -----------------------------------------------------------
 
+    @whole_or_none
     def compile_method(self, arguments):
         dictionary = catalog.function_dictionary(self.view, arguments["className"])
         if dictionary is not None:
@@ -515,6 +571,7 @@ class MutationToolset(Toolset):
             hooks, hooks_data = rebuilt
         elif cls is not None:
             hooks, hooks_data = self._hooks_note(ref, cls, classdef, node.name, existing)
+            self._changing(module_name)
             live.set_members(cls, members, made)
         self.view.set_source(module_name, new_source, live=cls is not None)
         verb = "replaced" if replaced else "added"
@@ -552,6 +609,7 @@ class MutationToolset(Toolset):
             except BaseException as error:   # the user's code may raise SystemExit too
                 raise definition_error(error, module, module_name) from None
             old = own.namespace(module).get(name)
+            self._changing(module_name)
             # In place, so what took the function before (`from m import f`) runs the new code.
             if not (self.view.defines(old) and live.update_function(old, made)):
                 rebound = old is not None
@@ -587,6 +645,7 @@ class MutationToolset(Toolset):
                                                   old_source, new_source)
         if module is not None:
             self.view.load_all()   # else an importer the session had not loaded goes unnamed
+            self._changing(module_name)
             vars(module).pop(name, None)
         self.view.set_source(module_name, new_source, live=module is not None)
         # An importer taking it by name (`from m import f`) now fails, here as in a new session;
@@ -724,6 +783,7 @@ class MutationToolset(Toolset):
                   if self.view.makes(owner) and "__init_subclass__" in vars(owner)]
         return hooks
 
+    @whole_or_none
     def compile_class_definition(self, arguments):
         text, node = parse_single(arguments["source"], ast.ClassDef, "class statement")
         name = node.name
@@ -878,9 +938,11 @@ class MutationToolset(Toolset):
         if module is None or (cls is None and old_node is not None):
             return "source"     # a class the module, as it ran, did not bind is not bound now
         if cls is None:
+            self._changing(module_name)
             setattr(module, name, new_class)
             return "defined"
         if live.same_shape(cls, new_class):
+            self._changing(module_name)
             live.update_in_place(cls, new_class, live.class_member_names(old_node)
                                  | live.unfrozen_leftovers(cls, new_class))
             return "updated"
@@ -893,9 +955,11 @@ class MutationToolset(Toolset):
             raise ToolError("refused", f"{module_name}.{name} has subclasses in the image: "
                             f"{self._placed(subclasses)}; changing its bases or __slots__ would "
                             f"orphan them. Change or delete the subclasses first{holding}.")
+        self._changing(module_name)
         setattr(module, name, new_class)
         return "replaced"
 
+    @whole_or_none
     def delete_method(self, arguments):
         dictionary = catalog.function_dictionary(self.view, arguments["className"])
         if dictionary is not None:
@@ -1034,6 +1098,7 @@ class MutationToolset(Toolset):
             # longer import, as compile_class_definition's change of the class finds it.
             self._load_dataclass_importers(ref.module)
         made = _DATACLASS_MADE | {splice.mangled(ref.name, selector)}
+        self._changing(ref.module)
         live.update_in_place(cls, new_class, live.class_member_names(old_node), only=made)
         # The None type() set for an `__eq__` now deleted (eq=False, the class's own): a
         # name of the list the new class lacks is otherwise left, as something other than
@@ -1135,6 +1200,7 @@ class MutationToolset(Toolset):
             except Exception as error:
                 raise definition_error(error, module, ref.module) from None
             value = vars(evaluated).get(bound, missing)
+        self._changing(ref.module)
         if value is not missing:
             live.set_members(cls, {bound: value}, evaluated)
         elif bound in vars(cls):
@@ -1145,6 +1211,7 @@ class MutationToolset(Toolset):
                 del cls.__hash__   # the None type() set for that __eq__
             live.settle_abstract_methods(cls)
 
+    @whole_or_none
     def delete_class(self, arguments):
         ref, cls = self._guarded(arguments["className"])
         if cls is not None:
@@ -1160,6 +1227,7 @@ class MutationToolset(Toolset):
         tried, tried_data = _refuse_failing_trial(self.view, _shown(ref.module, ref.name), ref.module,
                                                   old_source, new_source)
         if cls is not None:
+            self._changing(ref.module)
             vars(self.view.module(ref.module)).pop(ref.name, None)
         self.view.set_source(ref.module, new_source, live=cls is not None)
         # A read that may run (under an `if`, caught, in a function the module calls), or
@@ -1236,6 +1304,7 @@ class MutationToolset(Toolset):
                           f"{qualname(self.view, cls)} ({self.view.home(cls)} line {node.lineno}{inside})")
         return ", ".join(placed)
 
+    @whole_or_none
     def set_class_comment(self, arguments):
         ref, cls = self._guarded(arguments["className"])
         comment = arguments["comment"]
@@ -1243,10 +1312,12 @@ class MutationToolset(Toolset):
                                   ref.name, comment)
         self.view.check_encodable(ref.module, new_source)
         if cls is not None:
+            self._changing(ref.module)
             cls.__doc__ = comment or None
         self.view.set_source(ref.module, new_source, live=cls is not None)
         return self._finish(f"set the comment of {_shown(ref.module, ref.name)}", {"class": ref.qualified})
 
+    @whole_or_none
     def add_dictionary(self, arguments):
         # As `import` reads it: a file named `ｐkg.py` no import statement would reach.
         name = catalog.dictionary_name(arguments["dictionaryName"])
@@ -1288,6 +1359,7 @@ class MutationToolset(Toolset):
         created.append(name)
         return self._finish(f"added dictionary {catalog.echoed(name)}", {"dictionary": name, "created": created})
 
+    @whole_or_none
     def remove_dictionary(self, arguments):
         name = catalog.dictionary_name(arguments["dictionaryName"])
         if name == KERNEL:
@@ -1301,6 +1373,8 @@ class MutationToolset(Toolset):
         self.view.load_all()
         going = self.view.modules_of(name)
         self._refuse_if_built_on(self._classes_of(going), name, frozenset(going))
+        for module in going:
+            self._changing(module)
         removed = self.view.remove_module(name)
         imported, data = self._reimport_importers(removed)
         failing = sorted(data["importErrors"])
