@@ -355,3 +355,39 @@ def test_cancelled_timers_do_not_fill_the_heap_and_live_ones_still_fire_in_order
         assert fired == [0, 1, 2, "last"]
     finally:
         loop.close()
+
+
+def test_the_loops_selector_reports_what_the_stdlibs_does():
+    # Loop's EpollSelector re-implements select() for less work: same keys, same masks.
+    import selectors
+
+    from gsmcpd.router.loop import EpollSelector
+
+    ours, stdlib = EpollSelector(), selectors.EpollSelector()
+    pairs = [socket.socketpair() for _ in range(3)]
+    try:
+        both = selectors.EVENT_READ | selectors.EVENT_WRITE
+        for n, (a, _) in enumerate(pairs):
+            for selector in (ours, stdlib):
+                selector.register(a, (selectors.EVENT_READ, selectors.EVENT_WRITE, both)[n], n)
+
+        def seen(selector, timeout):
+            return sorted((key.data, mask) for key, mask in selector.select(timeout))
+
+        for timeout in (0, 0.0004, None):
+            assert seen(ours, timeout) == seen(stdlib, timeout) == [(1, 2), (2, 2)]   # writable
+        pairs[0][1].send(b"x")
+        pairs[2][1].send(b"x")
+        assert seen(ours, 0) == seen(stdlib, 0) == [(0, 1), (1, 2), (2, 3)]
+        pairs[1][1].close()   # a hang-up: readable and writable to whoever watches either
+        assert seen(ours, 0) == seen(stdlib, 0) == [(0, 1), (1, 2), (2, 3)]
+        for selector in (ours, stdlib):
+            for a, _ in pairs:
+                selector.unregister(a)
+        assert ours.select(0) == stdlib.select(0) == []
+    finally:
+        ours.close()
+        stdlib.close()
+        for a, b in pairs:
+            a.close()
+            b.close()

@@ -1,4 +1,4 @@
-"""The router's one event loop: a selectors selector, a timer heap and a wakeup pipe.
+"""The router's one event loop: an epoll selector, a timer heap and a wakeup pipe.
 
 Everything the router does is a callback fired from here; nothing in a callback may
 block. Other threads (the JWKS fetcher) and signal handlers only ever reach the loop
@@ -9,6 +9,8 @@ import collections
 import heapq
 import itertools
 import logging
+import math
+import select
 import selectors
 import signal
 import socket
@@ -63,9 +65,42 @@ class Timer:
         self.callback = None
 
 
+# What an epoll event says beyond readable (EPOLLOUT, or EPOLLERR/EPOLLHUP: a write fails
+# at once), or beyond writable (EPOLLIN, or the same): as selectors.EpollSelector reads it.
+_MORE_THAN_IN = ~select.EPOLLIN
+_MORE_THAN_OUT = ~select.EPOLLOUT
+
+
+class EpollSelector(selectors.EpollSelector):
+    """The stdlib's epoll selector, its select() with the same results for less work: it
+    runs twice a relayed call, and the stdlib's (a max() call and a method call per event)
+    cost ~1.8k instructions more each time than this one, ~2 % of a call."""
+
+    def select(self, timeout=None):
+        if timeout is None:
+            timeout = -1
+        elif timeout <= 0:
+            timeout = 0
+        else:   # epoll_wait() counts milliseconds: rounded up, a wait is never shorter
+            timeout = math.ceil(timeout * 1e3) * 1e-3
+        keys = self._fd_to_key
+        try:   # maxevents must be positive, even with nothing registered
+            polled = self._selector.poll(timeout, len(keys) or 1)
+        except InterruptedError:
+            return []
+        ready = []
+        for fd, event in polled:
+            key = keys.get(fd)
+            if key is not None:
+                events = ((selectors.EVENT_WRITE if event & _MORE_THAN_IN else 0)
+                          | (selectors.EVENT_READ if event & _MORE_THAN_OUT else 0))
+                ready.append((key, events & key.events))
+        return ready
+
+
 class Loop:
     def __init__(self, poll=0.0, cpus=None):
-        self.selector = selectors.DefaultSelector()
+        self.selector = EpollSelector()
         # The CPUs this process can count on (its affinity mask, capped by a cgroup CPU
         # quota), and what set that. With one, the process a poll waits for could not
         # run meanwhile.
