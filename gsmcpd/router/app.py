@@ -69,7 +69,7 @@ def sessions_count(n):
 
 
 def accepts(request, media_type):
-    accept = request.header("accept")
+    accept = request.fields.get("accept")
     return bool(accept) and _accept_lists(accept, media_type)
 
 
@@ -157,7 +157,7 @@ class App:
             self.router.trace_inbound(request)
             mcp = self._handle_mcp
         if self.cors:   # on every reply the app makes, refusals included (a listed page reads them)
-            conn.reply_headers = self.cors.reply_headers(request.header("origin"))
+            conn.reply_headers = self.cors.reply_headers(request.fields.get("origin"))
         if self.router.stopping and not self._may_shorten_the_stop(request):
             self._refuse_stopping(conn)
             return
@@ -199,7 +199,7 @@ class App:
 
     def _gate_host_origin(self, request):
         """None, or (status, message): a malformed Host, or a foreign Origin or Host (DNS rebinding)."""
-        origin = request.header("origin")
+        origin = request.fields.get("origin")
         if origin is not None:
             parsed = hosts.origin(origin)
             if parsed is None and origin != "null":   # listing it would not help: say what is wrong
@@ -208,7 +208,7 @@ class App:
             if parsed is None or not self._allowed_host(parsed[0]):
                 return 403, ("Forbidden: Origin '%s' is not allowed (a browser app's origin is "
                              "let in by listing it in GS_MCP_ALLOWED_ORIGINS)" % jsonrpc.echoed(origin, header=True))
-        what, host = "Host header", request.header("host")
+        what, host = "Host header", request.fields.get("host")
         if request.target[:1] != "/":   # absolute-form: its authority replaces Host (RFC 9112 3.2.2)
             authority = hosts.absolute_authority(request.target)
             if authority is not None:
@@ -234,13 +234,13 @@ class App:
     def _options(self, conn, request, methods):
         """A CORS preflight (Origin and Access-Control-Request-Method), granted to the
         listed origins only; any other OPTIONS gets the methods this path has."""
-        origin = request.header("origin")
-        if origin is None or request.header("access-control-request-method") is None:
+        origin = request.fields.get("origin")
+        if origin is None or request.fields.get("access-control-request-method") is None:
             conn.respond(204, [("Allow", methods + ", OPTIONS")])
         elif self.cors is not None and self.cors.allows(origin):
-            private = (request.header("access-control-request-private-network") or "").lower() == "true"
+            private = (request.fields.get("access-control-request-private-network") or "").lower() == "true"
             conn.respond(204, self.cors.preflight_headers(
-                methods, request.header("access-control-request-headers"), private))
+                methods, request.fields.get("access-control-request-headers"), private))
         else:
             conn.respond(403, [JSON], error_body(
                 jsonrpc.INVALID_REQUEST, "Forbidden: cross-origin requests from '%s' are not enabled; "
@@ -284,9 +284,9 @@ class App:
         request with an Origin is a browser's (a browser sends one with every POST), and
         only a browser's unpreflighted POST is the risk; curl and the SDKs send none, and
         the seed's own `curl -d` sends a form type."""
-        if request.header("origin") is None:
+        if request.fields.get("origin") is None:
             return True
-        refusal = content_type_refusal(request.header("content-type"))
+        refusal = content_type_refusal(request.fields.get("content-type"))
         if refusal:
             conn.respond(415, [JSON], error_body(jsonrpc.INVALID_REQUEST, refusal))
             return False
@@ -298,7 +298,7 @@ class App:
 
     # -- gates shared by every verb ----------------------------------------
     def _version_refusal(self, request):
-        version = request.header("mcp-protocol-version")
+        version = request.fields.get("mcp-protocol-version")
         if version is not None and version not in protocol.SUPPORTED_VERSIONS:
             return "Bad Request: unsupported MCP-Protocol-Version '%s' (supported: %s)" % (
                 jsonrpc.echoed(version, header=True), ", ".join(protocol.SUPPORTED_VERSIONS))
@@ -313,7 +313,7 @@ class App:
     def _session(self, conn, request, principal, id=None):
         """The session named by the header, or None after answering 400/404, the error
         bearing `id`: a POSTed request's (JSON-RPC: null only when it could not be read)."""
-        sid = request.header("mcp-session-id")
+        sid = request.fields.get("mcp-session-id")
         if not sid:
             conn.respond(400, [JSON], error_body(
                 jsonrpc.INVALID_REQUEST, MISSING_SESSION_ID_MESSAGE, id))
@@ -352,7 +352,7 @@ class App:
             return
         accepts_sse = accepts(request, "text/event-stream")
         if message.kind == "request" and message.method == "initialize":
-            sid = request.header("mcp-session-id")
+            sid = request.fields.get("mcp-session-id")
             if sid:
                 # MCP: an ended session's id gets 404 on every request, initialize too, and the
                 # client re-initializes without it (the answer says so). A live one began with

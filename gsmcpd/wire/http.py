@@ -73,10 +73,13 @@ class HttpError(Exception):
 
 class Request:
     """One parsed request. Header names are lower-case, values latin-1 and stripped.
-    body is None for a head whose body is still to come (RequestParser.pop_waiting_head)."""
+    body is None for a head whose body is still to come (RequestParser.pop_waiting_head).
+    `fields`: lower-case name -> value, repeated headers joined; the router's gates read
+    it directly (`fields.get("origin")`): a dict lookup costs ~750 instructions less than
+    a call of header(), asked six times a request. header() takes a name in any case."""
 
     __slots__ = ("method", "target", "path", "query", "version", "headers", "body", "keep_alive",
-                 "_by_name")
+                 "fields")
 
     def __init__(self, method, target, version, headers, by_name, body=b"", keep_alive=True):
         self.method = method
@@ -88,18 +91,18 @@ class Request:
         self.headers = headers
         self.body = body
         self.keep_alive = keep_alive
-        self._by_name = by_name   # lower-case name -> value, repeated headers joined
+        self.fields = by_name
 
     def expects_continue(self):
         """Whether the client waits for ``100 Continue`` before sending its body."""
-        return _expects_continue(self.version, self._by_name)
+        return _expects_continue(self.version, self.fields)
 
     def header(self, name):
         """The value of header ``name``; repeated headers are joined with ", "
         (those allowed once are refused by the parser)."""
-        value = self._by_name.get(name)
-        if value is None and not name.islower():   # the gates ask in lower case: no new string
-            value = self._by_name.get(name.lower())
+        value = self.fields.get(name)
+        if value is None and not name.islower():   # asked in lower case: no new string
+            value = self.fields.get(name.lower())
         return value
 
     def __repr__(self):
