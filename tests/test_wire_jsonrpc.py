@@ -116,6 +116,16 @@ def test_nesting_is_limited_where_the_router_can_still_answer():
     assert len(parse(wide).params["x"]) == 501
 
 
+def test_the_shortest_body_too_deep_is_refused_and_one_level_less_is_not():
+    # 129 levels take 258 bytes at least: shorter bodies skip the bracket counts
+    deepest = b"[" * (jsonrpc.MAX_DEPTH + 1) + b"]" * (jsonrpc.MAX_DEPTH + 1)
+    assert len(deepest) == 2 * jsonrpc.MAX_DEPTH + 2
+    assert refused(deepest).message == "Parse error: nested deeper than 128 levels"
+    assert refused(b"[" * jsonrpc.MAX_DEPTH + b"]" * jsonrpc.MAX_DEPTH).code == jsonrpc.INVALID_REQUEST   # a batch
+    assert refused(b"{" + b'"a":{' * jsonrpc.MAX_DEPTH + b"}" * jsonrpc.MAX_DEPTH + b"}").message == \
+        "Parse error: nested deeper than 128 levels"
+
+
 
 def python_calls_while_parsing(raw):
     calls = 0

@@ -183,7 +183,10 @@ def collector_paused():
 def _text_problem(body, text, obj):
     """Why a parsed body cannot be relayed as the text it claims to be, or None. Each
     check runs only when a cheap scan of the text says it might apply."""
-    if body.count(b"[") + body.count(b"{") > MAX_DEPTH and _nesting(body) > MAX_DEPTH:
+    # Parsed JSON nested d deep holds d opening and d closing brackets: a body of at most
+    # 2 * MAX_DEPTH bytes (a ping, a small call) is never too deep, and skips the counts.
+    if (len(body) > 2 * MAX_DEPTH and body.count(b"[") + body.count(b"{") > MAX_DEPTH
+            and _nesting(body) > MAX_DEPTH):
         return f"nested deeper than {MAX_DEPTH} levels"
     if "\\u" in text and _SURROGATE_ESCAPE.search(text):
         try:   # a pair escapes one character; a lone half is not Unicode
