@@ -262,8 +262,9 @@ class Loop:
             _, _, timer = heapq.heappop(self._timers)
             if not timer.cancelled:
                 self._guard(timer.callback)
-        for _ in range(len(self._soon)):
-            self._guard(self._soon.popleft())
+        if self._soon:   # mostly empty: no range() and len() calls then
+            for _ in range(len(self._soon)):
+                self._guard(self._soon.popleft())
 
     def _wait(self, timeout):
         """This pass's events. With an event due and nothing else to do, poll for up
