@@ -391,3 +391,30 @@ def test_the_loops_selector_reports_what_the_stdlibs_does():
         for a, b in pairs:
             a.close()
             b.close()
+
+
+def test_the_loop_takes_the_stdlibs_selector_where_its_registrations_are_named_otherwise(monkeypatch):
+    # EpollSelector.select() reads two private attributes of the stdlib's: a Python that
+    # renamed them must get a loop that works (the stdlib's select()), not one that fails.
+    import selectors
+
+    from gsmcpd.router import loop as loop_module
+
+    assert type(loop_module.epoll_selector()) is loop_module.EpollSelector
+    original_init = loop_module.EpollSelector.__init__
+
+    def renamed(self):
+        original_init(self)
+        self._registered = self.__dict__.pop("_fd_to_key")
+
+    monkeypatch.setattr(loop_module.EpollSelector, "__init__", renamed)
+    made = loop_module.epoll_selector()
+    try:
+        assert type(made) is selectors.EpollSelector
+        a, b = socket.socketpair()
+        with a, b:
+            made.register(a, selectors.EVENT_READ, "a")
+            b.send(b"x")
+            assert [(key.data, mask) for key, mask in made.select(1)] == [("a", selectors.EVENT_READ)]
+    finally:
+        made.close()

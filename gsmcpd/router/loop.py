@@ -98,9 +98,18 @@ class EpollSelector(selectors.EpollSelector):
         return ready
 
 
+def epoll_selector() -> selectors.EpollSelector:
+    """EpollSelector, or the stdlib's own where a later Python keeps its registrations under
+    other names than the two EpollSelector.select() reads (there since 3.4)."""
+    made = EpollSelector()
+    if isinstance(getattr(made, "_fd_to_key", None), dict) and hasattr(made, "_selector"):
+        return made
+    return selectors.EpollSelector()   # made's epoll fd is closed as it is freed (its close() may read those names)
+
+
 class Loop:
     def __init__(self, poll=0.0, cpus=None):
-        self.selector = EpollSelector()
+        self.selector = epoll_selector()
         # The CPUs this process can count on (its affinity mask, capped by a cgroup CPU
         # quota), and what set that. With one, the process a poll waits for could not
         # run meanwhile.
