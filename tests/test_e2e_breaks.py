@@ -135,7 +135,8 @@ def test_a_call_no_break_reaches_is_stopped_and_its_session_finished(stopping, s
     body = reply.json()
     assert body["id"] == 7
     assert body["error"]["code"] == REQUEST_TIMEOUT
-    assert "stopped" in body["error"]["message"]
+    assert body["error"]["message"] == ("request 7 timed out after %ss (GS_MCP_REQUEST_TIMEOUT) and its worker "
+                                        "had to be stopped; the session is finished" % DEADLINE)
     assert wait_until(lambda: not pid_alive(pid))
     assert c.call("ping").status == 404
     assert stream.next() == ("end",)  # the finished session's stream closes too

@@ -144,17 +144,31 @@ def test_a_break_logs_the_request_id_cut_however_long_the_client_made_it(caplog)
     assert signals == [SOFT_BREAK_SIGNAL]
 
 
-def test_a_stop_answers_the_client_with_the_request_id_cut_however_long_the_client_made_it():
-    # The -32001 message quoted the id whole (the response's own id carries it in full).
+def stopped_call_messages(request_id, request_timeout=2.5):
+    """The -32001 messages the stop step answers an uncancelled call with; the worker killed once."""
     failed, killed = [], []
     call = SimpleNamespace(cancelled=False)
     session = SimpleNamespace(short="sid-1", inflight=call, worker=SimpleNamespace(kill=lambda: killed.append(1)))
     sessions = SimpleNamespace(by_id={"sid-1": session},
                                fail_inflight=lambda s, code, message: failed.append((code, message)),
                                end=lambda s, why: None)
-    router = SimpleNamespace(loop=ClockLoop(), config=LifetimeSettings(), sessions=sessions)
-    Supervisor(router)._break_action(STOP, "sid-1", "C" * 1_000_000, "deadline")
-    assert [message for _, message in failed] == [
-        "request '%s... outran its deadline and its worker had to be stopped; the session is finished"
-        % ("C" * 79)]
+    router = SimpleNamespace(loop=ClockLoop(), config=LifetimeSettings(request_timeout=request_timeout),
+                             sessions=sessions)
+    Supervisor(router)._break_action(STOP, "sid-1", request_id, "deadline")
     assert killed == [1]
+    return [message for _, message in failed]
+
+
+def test_a_stop_answers_the_client_with_the_request_id_cut_however_long_the_client_made_it():
+    # The -32001 message quoted the id whole (the response's own id carries it in full).
+    assert stopped_call_messages("C" * 1_000_000) == [
+        "request '%s... timed out after 2.5s (GS_MCP_REQUEST_TIMEOUT) and its worker had to be stopped; "
+        "the session is finished" % ("C" * 79)]
+
+
+def test_a_stop_names_the_deadline_and_its_knob_as_the_breaks_replies_do():
+    # It said only "outran its deadline": the soft and hard breaks' replies name the
+    # length and GS_MCP_REQUEST_TIMEOUT, the stop (the one that costs the session) did not.
+    assert stopped_call_messages(7, request_timeout=0.5) == [
+        "request 7 timed out after 0.5s (GS_MCP_REQUEST_TIMEOUT) and its worker had to be stopped; "
+        "the session is finished"]

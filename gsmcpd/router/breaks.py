@@ -37,6 +37,11 @@ IGNORE = "ignore"
 INTERRUPTED = "request interrupted: "   # how a worker's -32001 after a break begins
 
 
+def timed_out(request_timeout):
+    """How every deadline message names the deadline: its length and the knob that set it."""
+    return "timed out after %gs (GS_MCP_REQUEST_TIMEOUT)" % request_timeout
+
+
 def deadline_reply(body, request_timeout):
     """The reply to a call broken for its deadline, saying so: the worker saw only a
     break, and cannot tell a deadline from a cancel. Any other reply is left as it is
@@ -50,7 +55,7 @@ def deadline_reply(body, request_timeout):
             or not isinstance(error.get("message"), str):
         return body
     text = error["message"]
-    said = "request timed out after %gs (GS_MCP_REQUEST_TIMEOUT)" % request_timeout
+    said = "request " + timed_out(request_timeout)
     error["message"] = said + " and was interrupted: " + text[len(INTERRUPTED):] \
         if text.startswith(INTERRUPTED) else said + ": " + text
     return jsonrpc.dumps(message)

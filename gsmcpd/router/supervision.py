@@ -100,12 +100,14 @@ class Supervisor:
         if step in BREAK_SIGNALS:
             session.worker.signal(BREAK_SIGNALS[step])
             return
-        # stop: the worker took neither break; answer the client, then end the session
+        # stop: the worker took neither break; answer the client, then end the session.
+        # A call still answerable here was not cancelled: its deadline started the steps.
         if call is not None and not call.cancelled:
             self.router.sessions.fail_inflight(
                 session, jsonrpc.REQUEST_TIMEOUT,
-                "request %s outran its deadline and its worker had to be stopped; the session is finished"
-                % shown_id(request_id))   # cut: the response's own id carries it whole
+                "request %s %s and its worker had to be stopped; the session is finished"
+                % (shown_id(request_id),   # cut: the response's own id carries it whole
+                   breaks_mod.timed_out(self.breaks.request_timeout)))
         session.worker.kill()
         self.router.sessions.end(session, "worker stopped after %s" % cause)
 
