@@ -1,9 +1,11 @@
 """An exception as messages name it."""
 
 from traceback import TracebackException
+from types import CodeType
 
 from gsmcpd.image import own
 from gsmcpd.wire.frames import carried
+from gsmcpd.wire.jsonrpc import echoed
 
 
 # What Python's traceback says in place of the text of an exception whose __str__ raises.
@@ -43,6 +45,51 @@ def raised_importing(exc: BaseException, package: str) -> str:
             found = name
         traceback = traceback.tb_next
     return raised(exc) if found is None else f"raised importing its submodule {found}: {raised(exc)}"
+
+
+def raised_where(exc: BaseException, filename: str, image_module_of) -> str | None:
+    """Where code a definition called as it was evaluated (a decorator, a base's
+    __init_subclass__, a metaclass) raised `exc`, which its text alone does not say:
+    `zoo.decos line 3, in needs_doc`, the innermost frame of an image module
+    (`image_module_of(filename)` names it, or is None), else the function outside the
+    image the definition called (`dataclasses.dataclass`). None when the definition's own
+    code raised it (a name it reads, its own `raise`): the definition's code is what ran
+    `<module>` of `filename` first, with the class bodies and functions compiled in it."""
+    own, callees = None, []
+    traceback = exc.__traceback__
+    while traceback is not None:
+        code = traceback.tb_frame.f_code
+        if own is None:
+            if code.co_filename == filename and code.co_name == "<module>":
+                own = _nested_codes(code)
+        elif id(code) in own:
+            callees = []   # called back into the definition's own code (a lambda it passed)
+        else:
+            callees.append(traceback)
+        traceback = traceback.tb_next
+    for called in reversed(callees):
+        code = called.tb_frame.f_code
+        module = image_module_of(code.co_filename)
+        if module is not None:
+            inside = "" if code.co_name == "<module>" else f", in {echoed(code.co_qualname)}"
+            return f"{echoed(module)} line {called.tb_lineno}{inside}"
+    if not callees:
+        return None
+    frame = callees[0].tb_frame
+    module = frame.f_globals.get("__name__")
+    qualname = echoed(frame.f_code.co_qualname)
+    return carried(f"{echoed(module)}.{qualname}" if isinstance(module, str) else qualname)
+
+
+def _nested_codes(code) -> set[int]:
+    """The ids of `code` and of every code object compiled in it (its classes' bodies,
+    its functions and lambdas, theirs)."""
+    found, pending = set(), [code]
+    while pending:
+        one = pending.pop()
+        found.add(id(one))
+        pending += [const for const in one.co_consts if isinstance(const, CodeType)]
+    return found
 
 
 def traceback_text(error: BaseException, tb, *, compact: bool = False) -> str:

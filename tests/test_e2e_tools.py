@@ -837,6 +837,22 @@ def test_an_error_with_no_message_is_named_without_a_dangling_colon(c):
         "evaluating the definition raised Odd: <exception str() failed>")
 
 
+def test_a_decorator_s_error_names_where_in_the_image_it_was_raised(image, c):
+    # "evaluating the definition raised TypeError: g needs a docstring" said which error,
+    # not which decorator of the definition's raised it, nor where.
+    (image / "decorating.py").write_text(
+        "def needs_doc(f):\n    if not f.__doc__:\n        raise TypeError(f'{f.__name__} needs a docstring')\n"
+        "    return f\n\n\nclass Shelf:\n    pass\n")
+    ok(c, "refresh")
+    try:
+        assert error(c, "compile_method", "compileError", className="decorating.Shelf",
+                     source="@needs_doc\ndef g(self):\n    pass\n") == (
+            "evaluating the definition raised TypeError: g needs a docstring (raised in decorating line 3, "
+            "in needs_doc)")
+    finally:
+        ok(c, "remove_dictionary", dictionaryName="decorating")
+
+
 def test_an_error_message_utf8_cannot_carry_is_sent_escaped(c):
     # A lone surrogate in it made the answer "the result cannot be sent: not JSON ...", kind other.
     assert error(c, "compile_class_definition", "compileError", dictionaryName="shop.models",

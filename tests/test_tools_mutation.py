@@ -1701,7 +1701,45 @@ def test_a_name_error_raised_by_code_the_definition_runs_gets_no_import_advice(c
     client.ok("refresh")
     said = client.error("compile_method", "compileError", className="zoo.raising.A",
                         source="@_deco\ndef m(self):\n    return 2\n")
-    assert said == "evaluating the definition raised NameError: broken deco"
+    assert said == "evaluating the definition raised NameError: broken deco (raised in zoo.raising line 2, in _deco)"
+
+
+DECOS = ("def needs_doc(f):\n    if not f.__doc__:\n        raise TypeError(f'{f.__name__} needs a docstring')\n"
+         "    return f\n\n\nclass Registered:\n    def __init_subclass__(cls):\n"
+         "        raise ValueError(f'{cls.__name__} is registered twice')\n")
+DECORATED = ("import dataclasses\n\nfrom zoo.decos import Registered, needs_doc\n\n\n"
+             "def local(thing):\n    raise LookupError('no room')\n\n\n"
+             "class A:\n    def m(self):\n        return 1\n\n\ndef f():\n    return 1\n")
+
+
+@pytest.mark.parametrize("tool, arguments, said", [
+    ("compile_method", {"className": "zoo.decorated.A", "source": "@needs_doc\ndef g(self):\n    pass\n"},
+     "TypeError: g needs a docstring (raised in zoo.decos line 3, in needs_doc)"),
+    ("compile_method", {"className": "zoo.decorated", "source": "@needs_doc\ndef f():\n    return 2\n"},
+     "TypeError: f needs a docstring (raised in zoo.decos line 3, in needs_doc)"),
+    ("compile_class_definition", {"source": "class A(Registered):\n    pass\n"},
+     "ValueError: A is registered twice (raised in zoo.decos line 9, in Registered.__init_subclass__)"),
+    ("compile_class_definition", {"source": "@local\nclass A:\n    pass\n", "recompileMethods": False},
+     "LookupError: no room (raised in zoo.decorated line 7, in local)"),
+], ids=["method-decorator", "function-decorator", "base-init-subclass", "class-decorator-same-module"])
+def test_an_error_code_the_definition_called_raised_says_where_in_the_image(client, image, tool, arguments, said):
+    # "evaluating the definition raised TypeError: g needs a docstring" named no place: which
+    # decorator (or base, or metaclass) of those the definition runs raised it was left to guess.
+    (image / "zoo" / "decos.py").write_text(DECOS)
+    (image / "zoo" / "decorated.py").write_text(DECORATED)
+    client.ok("refresh")
+    assert client.error(tool, "compileError", **arguments) == "evaluating the definition raised " + said
+    assert disk(image, "zoo/decorated.py") == DECORATED
+
+
+def test_an_error_raised_outside_the_image_names_the_function_the_definition_called(client, image):
+    (image / "zoo" / "decos.py").write_text(DECOS)
+    (image / "zoo" / "decorated.py").write_text(DECORATED)
+    client.ok("refresh")
+    said = client.error("compile_class_definition", "compileError", dictionaryName="zoo.decorated",
+                        source="@dataclasses.dataclass\nclass Fresh:\n    x: list = []\n")
+    assert said.startswith("evaluating the definition raised ValueError: mutable default"), said
+    assert said.endswith(" (raised in dataclasses.dataclass)"), said
 
 
 def test_an_error_with_no_message_is_named_alone_not_with_a_dangling_colon(client, image):

@@ -20,10 +20,10 @@ import sys
 import typing
 
 from gsmcpd.image import catalog, live, overlay, own, parsing, splice, trial
-from gsmcpd.image.store import relpath_of
+from gsmcpd.image.store import module_name_of, relpath_of
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.image.view import KERNEL, is_program
-from gsmcpd.raised import raised
+from gsmcpd.raised import raised, raised_where
 from gsmcpd.worker import module_functions, special_methods
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import (BREAKS, ToolError, Toolset, bool_prop, object_schema, recursion_limit_note,
@@ -144,12 +144,17 @@ def removed_text(name: str, removed: list[str]) -> str:
     return text
 
 
-def definition_error(error: BaseException, module, module_name: str) -> ToolError:
-    """The error evaluating a definition in `module` (module_name's live one) raised. Named
-    by module_name: what code put in sys.modules in its place may have no __name__."""
+def definition_error(error: BaseException, module, module_name: str, view, filename: str) -> ToolError:
+    """The error evaluating a definition in `module` (module_name's live one, its file
+    `filename`) raised, and where, when code the definition called raised it (a decorator):
+    its text alone does not say. Named by module_name: what code put in sys.modules in its
+    place may have no __name__."""
     if isinstance(error, ToolError):   # said already: live's code nested too deeply to compile
         return error
     message = f"evaluating the definition raised {raised(error)}"
+    where = raised_where(error, filename, lambda name: _image_module_of(view, name))
+    if where is not None:
+        message += f" (raised in {where})"
     name = getattr(error, "name", None) if type(error) is NameError else None
     if (module is not None and isinstance(name, str) and name not in own.namespace(module)
             and not hasattr(builtins, name)):
@@ -179,6 +184,13 @@ def whole_or_none(tool):
         finally:
             self._changed = None
     return run
+
+
+def _image_module_of(view, filename: str) -> str | None:
+    """The image module whose file `filename` is, or None (the standard library's, a package's)."""
+    root = view.filename("")
+    rel = filename[len(root):] if filename.startswith(root) else None
+    return module_name_of(rel) if rel in view.texts else None
 
 
 class MutationToolset(Toolset):
@@ -557,7 +569,7 @@ class MutationToolset(Toolset):
             except BREAKS:
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
-                raise definition_error(error, module, module_name) from None
+                raise definition_error(error, module, module_name, self.view, filename) from None
             _check_by_class_statement(ref, cls, module, filename, new_source)
         _refuse_read_before_bound(module_name, ref.name, self.view.source(module_name), new_source)
         # A name new to the class may be a dataclass subclass's field's default from now on.
@@ -607,7 +619,7 @@ class MutationToolset(Toolset):
             except BREAKS:
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
-                raise definition_error(error, module, module_name) from None
+                raise definition_error(error, module, module_name, self.view, filename) from None
             old = own.namespace(module).get(name)
             self._changing(module_name)
             # In place, so what took the function before (`from m import f`) runs the new code.
@@ -826,7 +838,7 @@ class MutationToolset(Toolset):
                 raise
             except BaseException as error:   # the user's code may raise SystemExit too
                 if not carried:
-                    raise definition_error(error, module, module_name) from None
+                    raise definition_error(error, module, module_name, self.view, filename) from None
                 failed = list(dict.fromkeys(m.name for m in carried
                                              if _fails(module, filename, new_source, name, m.name)))
                 new_source = build([m for m in carried if m.name not in failed])
@@ -835,7 +847,7 @@ class MutationToolset(Toolset):
                 except BREAKS:
                     raise
                 except BaseException as again:
-                    raise definition_error(again, module, module_name) from None
+                    raise definition_error(again, module, module_name, self.view, filename) from None
         if new_class is not None:
             live.named_as_set_below(new_class, new_source, name)
         _refuse_read_before_bound(module_name, name, old_source if exists else None, new_source)
@@ -1090,7 +1102,7 @@ class MutationToolset(Toolset):
         except BREAKS:
             raise
         except BaseException as error:   # the user's code may raise SystemExit too
-            raise definition_error(error, module, ref.module) from None
+            raise definition_error(error, module, ref.module, self.view, filename) from None
         if not live.same_shape(cls, new_class):
             return None
         if not live.same_fields_and_frozen(live.dataclass_basis(cls), live.dataclass_basis(new_class)):
@@ -1198,7 +1210,7 @@ class MutationToolset(Toolset):
             try:
                 evaluated = live.evaluate_class(module, filename, new_source, ref.name)
             except Exception as error:
-                raise definition_error(error, module, ref.module) from None
+                raise definition_error(error, module, ref.module, self.view, filename) from None
             value = vars(evaluated).get(bound, missing)
         self._changing(ref.module)
         if value is not missing:
