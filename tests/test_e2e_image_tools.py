@@ -443,6 +443,20 @@ def test_a_definition_sent_again_with_a_comment_below_it_writes_it_once(daemon, 
     assert again["committed"] == [] and (image / "fix/models.py").read_text() == written, again
 
 
+def test_comments_sent_below_a_class_or_a_new_method_stay_where_they_were_sent(daemon, image, c):
+    # A class statement's, at its margin, went above the members carried over, inside the
+    # class; a new method's drifted below the method added next.
+    ok(c, "compile_class_definition", dictionaryName="fix.models",
+       source="class Ended:\n    def kept(self):\n        return 1\n")
+    ok(c, "compile_class_definition", source="class Ended:\n    size = 2\n# Ended ends here\n")
+    ok(c, "compile_method", className="fix.models.Ended", source="def more(self):\n    return 3\n# more's end\n")
+    ok(c, "compile_method", className="fix.models.Ended", source="def last(self):\n    return 4\n")
+    written = (image / "fix/models.py").read_text()
+    assert ("class Ended:\n    size = 2\n\n    def kept(self):\n        return 1\n\n"
+            "    def more(self):\n        return 3\n    # more's end\n\n"
+            "    def last(self):\n        return 4\n# Ended ends here\n") in written, written
+
+
 # -- a commit the disk refuses -------------------------------------------------------
 
 def test_a_commit_that_cannot_be_written_says_nothing_was_written_and_keeps_the_change(image, c):

@@ -1299,6 +1299,28 @@ def test_comment_lines_sent_below_a_def_are_written_once_however_often_sent(belo
     assert splice.put_class(once, "Shelf", "class Shelf:\n    slots = 4\n" + below) == once
 
 
+def test_a_new_method_goes_below_the_comment_lines_written_below_the_last_one():
+    # Appended right below the last method's statements, it took the comment lines sent
+    # below that method (written there at its indentation) from it: they drifted below the
+    # new one. A later method is added below them, as a method below body comments is.
+    source = "class A:\n    def a(self):\n        return 1\n"
+    once = splice.put_method(source, "A", "def b(self):\n    return 2\n# b's end\n")[0]
+    assert once == source + "\n    def b(self):\n        return 2\n    # b's end\n"
+    assert splice.put_method(once, "A", "def c(self):\n    return 3\n")[0] == (
+        once + "\n    def c(self):\n        return 3\n")
+
+
+@pytest.mark.parametrize("statement, below", [
+    ("class Shelf:\n    slots = 3\n", "# the shelf's end\n"),
+    ("class Shelf:\n    slots = 3\n", "\n# the shelf's end\n\n# and more\n"),
+    ("class Shelf:\n    slots = 3\n    # its last slot\n", "# the shelf's end\n"),
+    ("class Shelf:\n# at the margin, yet inside\n    slots = 3\n", ""),
+    ("class Shelf:\n    slots = 3\n", ""),
+])
+def test_the_comment_lines_ending_a_class_statement_at_its_margin_are_parted_from_it(statement, below):
+    assert splice.comments_below(statement + below) == (statement, below)
+
+
 def test_comment_lines_sent_below_a_def_take_none_written_there_but_those_very_lines():
     # The comments of the statement below are its own: a different comment sent is added.
     source = "class A:\n    def a(self):\n        return 1\n    # b's own\n    def b(self):\n        return 1\n"

@@ -1693,6 +1693,26 @@ def test_a_long_def_name_the_class_writes_otherwise_is_echoed_cut(client, image,
     assert (image / "zoo" / "long.py").read_text() == LONG_MEMBERS
 
 
+def test_a_comment_sent_below_a_class_statement_goes_below_the_members_carried_over(client, image):
+    # At the class's margin below its statement, it was written above Dog's carried noise,
+    # so inside the class: it is the class's end, as the text sent had it.
+    source = "class Dog(Animal):\n    legs = 3\n# end of Dog\n"
+    client.ok("compile_class_definition", source=source)
+    written = disk(image)
+    assert ('class Dog(Animal):\n    legs = 3\n\n    def noise(self):  # dogs bark\n        return "woof"\n'
+            "# end of Dog\n\n\ndef make_dog():\n") in written
+    assert client.ok("compile_class_definition", source=source)["structuredContent"]["committed"] == []
+    assert disk(image) == written
+
+
+def test_a_comment_sent_below_a_new_method_stays_below_it_as_more_are_added(client, image):
+    # The next method added went right below fetch's statements, above fetch's comment.
+    client.ok("compile_method", className="Dog", source="def fetch(self):\n    return 1\n# fetch ends here\n")
+    client.ok("compile_method", className="Dog", source="def sit(self):\n    return 2\n")
+    assert ("    def fetch(self):\n        return 1\n    # fetch ends here\n\n"
+            "    def sit(self):\n        return 2\n") in disk(image)
+
+
 def test_a_name_error_raised_by_code_the_definition_runs_gets_no_import_advice(client, image):
     # The module binds the name the error is about: importing it again would not help.
     (image / "zoo" / "raising.py").write_text(

@@ -746,7 +746,9 @@ def put_method(source: str, class_name: str, method_text: str) -> tuple[str, boo
     # not give back the text it was added to.
     if len(body) == 1 and _is_placeholder(body[0]) and _block_start(lines, body[0]) == body[0].lineno:
         return _importable(_replace(source, body[0].lineno, body[0].end_lineno, text), what), False
-    end = last_line(lines, body[-1])
+    # Below the comment lines that end the body too (at its indentation: written below the
+    # last method, they are its): above them, the method took them from the def they follow.
+    end = last_line(lines, classdef)
     return _importable(_insert_after(source, end, newline_of(source) + text), what), False
 
 
@@ -824,6 +826,20 @@ def _replaced_to(lines: list[str], node: ast.stmt, text: str) -> int:
             indent_of(line) == indent for line in written if line.strip()):
         return end + len(sent)
     return end
+
+
+def comments_below(class_text: str) -> tuple[str, str]:
+    """A class statement's text (at its margin) parted in two: the statement, and the
+    comment lines it ends with at that margin, with the blank lines above and among them.
+    Those follow the class: its carried members go above them, inside the class, not below."""
+    lines = lines_of(class_text)
+    end = len(lines)
+    while end and (not lines[end - 1].strip()
+                   or lines[end - 1].startswith("#")):   # at the margin: no indentation
+        end -= 1
+    if not any(line.strip() for line in lines[end:]):
+        return class_text, ""
+    return "".join(lines[:end]), "".join(lines[end:])
 
 
 def _def_chunks(text: str) -> list[tuple[ast.stmt, list[str]]]:

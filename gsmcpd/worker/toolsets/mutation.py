@@ -820,13 +820,15 @@ class MutationToolset(Toolset):
         module = catalog.live_module(self.view, module_name)
         filename = self.view.filename(self.view.relpath(module_name))
 
+        statement, below = splice.comments_below(text)
+
         def build(methods):
             # Written over the class's own lines, what the text leaves as it was stays byte
             # for byte, the carried members in their places.
-            class_text = overlay.written_over(text, name, old_source, methods) if exists else None
+            class_text = overlay.written_over(statement, name, old_source, methods) if exists else None
             if class_text is None:
-                class_text = self._splice(splice.with_methods, text, name, old_source, methods)
-            return self._splice(splice.put_class, old_source, name, class_text)
+                class_text = self._splice(splice.with_methods, statement, name, old_source, methods)
+            return self._splice(splice.put_class, old_source, name, class_text + below)
 
         new_source, failed = build(carried), []
         self.view.check_encodable(module_name, new_source)   # a rebuild below only drops methods
