@@ -73,6 +73,15 @@ def gate_on(loop, jwks_file):
     return gate
 
 
+def started_gate_on(loop, jwks_file):
+    """gate_on's gate, started, its first load of the keys done."""
+    gate = gate_on(loop, jwks_file)
+    gate.start()
+    while not gate.keys.loaded:
+        loop.run_posted()
+    return gate
+
+
 def test_while_a_fetch_is_stuck_past_its_deadline_the_periodic_refresh_posts_nothing(hung_file):
     # It called refresh() each second, which, refused while the stuck fetch runs, posted
     # a no-op callback to the loop every time (a wake-up of the loop for nothing).
@@ -94,10 +103,7 @@ def test_sighup_reloads_the_keys_at_once_dropping_a_withdrawn_one(tmp_path, capl
     idp = Idp(kinds=("rsa", "ec"))
     path = idp.write_jwks(tmp_path / "jwks.json")
     loop = ManualLoop()
-    gate = gate_on(loop, path)
-    gate.start()
-    while not gate.keys.loaded:
-        loop.run_posted()
+    gate = started_gate_on(loop, path)
     idp.remove_key("rsa-1")
     idp.write_jwks(path)
     loop.advance(1)                       # within MCP_JWKS_MIN_REFRESH of the first load
@@ -115,10 +121,7 @@ def test_a_sighup_reload_that_fails_keeps_the_keys_and_says_so(tmp_path, caplog)
     idp = Idp(kinds=("rsa",))
     path = idp.write_jwks(tmp_path / "jwks.json")
     loop = ManualLoop()
-    gate = gate_on(loop, path)
-    gate.start()
-    while not gate.keys.loaded:
-        loop.run_posted()
+    gate = started_gate_on(loop, path)
     path.write_text("not json")
     with caplog.at_level(logging.INFO, logger="gsmcpd"):
         gate.reload_keys("SIGHUP")
