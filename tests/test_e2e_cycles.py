@@ -8,6 +8,13 @@ CYCLES = 500
 SPARES = 2
 
 
+def assert_only_the_drains_pipes(fds):
+    """The pipes among a worker's descriptors `fds` (descriptors()) are the two its calls'
+    fds 1 and 2 write to (gsmcpd.worker.descriptors), both ends of each, made at its first call."""
+    pipes = sorted(target for target in fds.values() if target.startswith("pipe:"))
+    assert len(pipes) == 4 and pipes[0] == pipes[1] != pipes[2] == pipes[3], fds
+
+
 def descriptors(pid):
     """{fd: what it names} of process `pid`, a pidfd named with the pid it is of."""
     named = {}

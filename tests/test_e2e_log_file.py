@@ -80,10 +80,13 @@ def test_a_log_file_refusing_writes_shows_in_status_while_it_lasts(tmp_path):
 
 
 def _writes_to_its_stderr(client, tag):
-    """What a worker (or a fallback log record, or a program its code runs) writes to its
-    fd 2, inherited from the spawner: a line saying `tag` and the worker's pid."""
+    """What a worker writes to the log it inherited from the spawner as its fd 2 (a fallback
+    log record, a crash's dump; gsmcpd.worker.main._log_off_stdio): a line saying `tag` and
+    the worker's pid."""
     return int(tool_text(client.tool("execute_code", code=(
-        f"import os; os.write(2, b'{tag} %d\\n' % os.getpid()); os.getpid()"))))
+        "import logging, os\nlog = next(handler.fallback.stream for handler in logging.getLogger().handlers\n"
+        "           if hasattr(handler, 'fallback'))\n"
+        f"log.write('{tag} %d\\n' % os.getpid())\nlog.flush()\nos.getpid()"))))
 
 
 def test_after_a_rotation_the_spawner_and_the_workers_it_forks_write_to_the_new_file(tmp_path):

@@ -27,8 +27,9 @@ import pytest
 from gsmcpd.auth.usermap import login_uid_range
 from gsmcpd.image import default
 from gsmcpd.worker.environment import worker_environ
-from helpers import LIST_FDS, SEARCH_OWN_MEMORY, Client, Daemon, free_port, local_account, local_group, wait_until
+from helpers import SEARCH_OWN_MEMORY, Client, Daemon, free_port, local_account, local_group, wait_until
 from idp import Idp
+from test_e2e_cycles import assert_only_the_drains_pipes, descriptors
 from test_e2e_spawner import spawner_of, stopped, waiting_initialize
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="per-user workers need a root daemon "
@@ -214,15 +215,17 @@ def test_a_users_worker_holds_none_of_the_daemons_descriptors(env):
     # watchdog's pidfd of the router) is left.
     daemon, idp = env
     client = session_for(daemon, idp, "ann")
-    text, failed = run(client, LIST_FDS)
+    text, failed = run(client, "import os\nos.getpid()")
     assert not failed, text
-    fds = eval(text.strip().splitlines()[-1])
-    assert fds[:3] == [(0, "/dev/null"), (1, "/dev/null"), (2, "/dev/null")], fds
+    # Between calls (a call's fds 1 and 2 are its output's pipes), as a thread of its code sees them.
+    fds = descriptors(int(text.strip().splitlines()[-1]))
+    assert [fds[fd] for fd in (0, 1, 2)] == ["/dev/null"] * 3, fds
     # Its frame socket, and the watchdog's pidfd of the router (which signals nothing
     # the account could not signal anyway: pidfd_send_signal checks as kill does).
-    others = sorted(target for _, target in fds[3:])
-    assert len(others) == 2 and others[0] == "anon_inode:[pidfd]", fds
+    others = sorted(target for fd, target in fds.items() if fd > 2 and not target.startswith("pipe:"))
+    assert len(others) == 2 and others[0].startswith("pidfd of "), fds
     assert others[1].startswith("socket:"), fds
+    assert_only_the_drains_pipes(fds)
     forged = "WARNING user 'eve' forged this line %s" % secrets.token_hex(4)
     text, failed = run(client, "import os, sys; os.write(2, %r); sys.stderr.write(%r)"
                        % ((forged + "\n").encode(), forged + "\n"))

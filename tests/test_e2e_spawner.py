@@ -13,7 +13,7 @@ import pytest
 from helpers import (LIST_FDS, Client, Daemon, _children, parent_of, pid_alive, tool_text, wait_for_port,
                      wait_until, worker_pids)
 from helpers import open_session as session
-from test_e2e_cycles import descriptors
+from test_e2e_cycles import assert_only_the_drains_pipes, descriptors
 from test_e2e_lifetime import worker_pid
 from test_e2e_user_code import START_ESCAPERS, START_SLEEP, start
 
@@ -133,17 +133,23 @@ def daemon(tmp_path_factory):
         yield d
 
 
-def test_a_worker_holds_only_stdio_its_own_socket_and_the_routers_pidfd(daemon):
+def test_a_worker_holds_only_stdio_its_log_its_own_socket_and_the_routers_pidfd(daemon):
     # The spawner's tree holds multiprocessing's pipes (the forkserver's alive pipe,
     # the resource tracker's) and the control socket: none may reach user code.
-    fds, tracker_fd = eval(tool_text(session(daemon).tool("execute_code", code=LIST_FDS_AND_TRACKER)))
+    client = session(daemon)
+    fds, tracker_fd = eval(tool_text(client.tool("execute_code", code=LIST_FDS_AND_TRACKER)))
     assert [fd for fd, _ in fds][:3] == [0, 1, 2]
-    # Its frame socket, and the watchdog's pidfd of the router (nothing opened now
-    # and then: a file the watchdog read the router's state from was seen here).
-    others = sorted(target for fd, target in fds if fd > 2)
-    assert len(others) == 2 and others[0] == "anon_inode:[pidfd]", fds
-    assert others[1].startswith("socket:"), fds
     assert tracker_fd is None
+    # Between calls (a call's fds 1 and 2 are its output's pipes): stdio /dev/null, the log
+    # on a descriptor of its own (gsmcpd.worker.main._log_off_stdio), its frame socket, and
+    # the watchdog's pidfd of the router (nothing opened now and then: a file the watchdog
+    # read the router's state from was seen here).
+    held = descriptors(worker_pid(client))
+    assert [held[fd] for fd in (0, 1, 2)] == ["/dev/null"] * 3, held
+    others = sorted(target for fd, target in held.items() if fd > 2 and not target.startswith("pipe:"))
+    assert len(others) == 3 and others[:2] == [str(daemon.log_path), "pidfd of %d" % daemon.proc.pid], held
+    assert others[2].startswith("socket:"), held
+    assert_only_the_drains_pipes(held)
 
 
 def test_workers_run_nicer_than_the_router_by_the_configured_step(tmp_path):

@@ -2017,6 +2017,19 @@ def test_a_test_writing_bytes_to_stdout_passes_and_its_output_is_shown(tmp_path,
                                            "outcome": "pass", "output": "\\x89PNG\\xff"}
 
 
+def test_what_a_test_writes_to_descriptors_1_and_2_is_its_output(tmp_path, views):
+    # os.write(1, ...) and a subprocess's output went past sys.stdout to the worker's own fds.
+    image = write_image(tmp_path / "image", {
+        "fd_test.py": "import os\nimport subprocess\nimport unittest\n\n\nclass FdTest(unittest.TestCase):\n"
+        "    def test_writes(self):\n        print('printed')\n        os.write(1, b'to fd 1\\n')\n"
+        "        subprocess.run(['echo', 'from echo'])\n        os.write(2, b'to fd 2\\n')\n"
+        "        self.fail('shown')\n"})
+    client = Client(views(image))
+    detail = client.ok("describe_test_failure", className="FdTest", selector="test_writes")
+    assert detail["structuredContent"]["output"] == "printed\nto fd 1\nfrom echo\nto fd 2\n", detail
+    assert client.ok("run_test_class", className="FdTest")["structuredContent"]["failures"] == 1
+
+
 def test_a_failure_line_says_what_the_entry_has_and_keeps_the_message_whole(tmp_path, views):
     image = write_image(tmp_path / "image", {
         "said_test.py": "import unittest\n\n\nclass SaidTest(unittest.TestCase):\n"

@@ -18,7 +18,7 @@ from gsmcpd.worker.toolsets import (
 from gsmcpd.worker.toolsets.bench import BenchToolset
 from gsmcpd.worker.toolsets import execution
 from gsmcpd.worker.toolsets.execution import ExecutionToolset
-from helpers import cut_notes
+from helpers import cut_notes, wait_until
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples"
 
@@ -682,3 +682,40 @@ def test_a_toolset_package_failing_in_a_plugin_it_imports_names_both(plugin_pack
     assert str(info.value) == (
         f"toolset '{plugin_package}:Acme': cannot import module '{plugin_package}' (raised importing its "
         f"submodule {plugin_package}.bad: ModuleNotFoundError: No module named 'extlib_not_installed')")
+
+
+def test_what_code_writes_to_descriptors_1_and_2_is_its_output_in_order_and_cut_at_the_cap(executing):
+    # os.write(1, ...), a subprocess's output and C code's printf went past sys.stdout to the
+    # worker's own fds: the daemon's log, unbounded, and never into the answer.
+    code = ("import os, subprocess, sys\nprint('before')\nos.write(1, b'x\\n')\nprint('between')\n"
+            "subprocess.run(['echo', 'hi'])\nos.write(2, b'err caf\\xc3\\xa9 \\xff\\n')\n"
+            "subprocess.run([sys.executable, '-c', 'import sys; sys.stderr.write(\"child\\\\n\")'])\n'done'")
+    result = run(executing, code)
+    assert result["structuredContent"] == {"result": "'done'", "stdout": "before\nx\nbetween\nhi\n",
+                                           "stderr": "err caf\u00e9 \\xff\nchild\n"}, result
+    flood = run(executing, "import os\nos.write(1, b'y' * 3_000_000)\nos.write(2, b'e')\nprint('last')")
+    stdout = flood["structuredContent"]["stdout"]
+    assert stdout.startswith("y" * 1_000_000) and cut_notes(stdout) == [(2_000_005, 1_000_000)], stdout[-300:]
+    assert flood["structuredContent"]["stderr"] == "e"
+
+
+def test_descriptors_1_and_2_are_given_back_after_the_call(executing, tmp_path):
+    import os
+    before = [os.readlink(f"/proc/self/fd/{fd}") for fd in (1, 2)]
+    run(executing, "import os\nos.write(1, b'x')")
+    failed = run(executing, "import os\nos.write(2, b'said')\nraise ValueError('no')")
+    assert failed["isError"] is True and failed["content"][0]["text"].startswith("said\nTraceback"), failed
+    assert [os.readlink(f"/proc/self/fd/{fd}") for fd in (1, 2)] == before
+
+
+def test_a_subprocess_left_running_writes_on_past_its_call_into_no_answer(executing, tmp_path):
+    go, done = tmp_path / "go", tmp_path / "done"
+    started = run(executing, "import subprocess\nlate = subprocess.Popen(['sh', '-c', "
+                             f"'while [ ! -e {go} ]; do sleep 0.01; done; echo late; echo late >&2; touch {done}'])\n"
+                             "'started'")
+    assert started["structuredContent"] == {"result": "'started'", "stdout": "", "stderr": ""}, started
+    go.touch()
+    assert wait_until(done.exists)
+    # Its pipe outlives the call that started it: no SIGPIPE, and what it wrote between calls is nobody's.
+    ended = run(executing, "late.wait()")
+    assert ended["structuredContent"] == {"result": "0", "stdout": "", "stderr": ""}, ended

@@ -31,8 +31,17 @@ class Capture(io.StringIO):
         self.cap = cap
         self.cut = 0
         self.buffer = BytesOutput(self)
+        # What the call's fds 1 and 2 hold is taken first (descriptors.DescriptorCapture):
+        # an os.write and a print after it come in that order.
+        self.before_write = None
 
     def write(self, text: str) -> int:
+        if self.before_write is not None:
+            self.before_write()
+        return self.keep(text)
+
+    def keep(self, text: str) -> int:
+        """Write `text`, to the cap."""
         room = max(0, self.cap - self.tell())
         self.cut += max(0, len(text) - room)
         return super().write(text[:room]) + max(0, len(text) - room)

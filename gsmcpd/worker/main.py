@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import _signal
 import _thread
+import contextlib
+import faulthandler
 import logging
 import os
 import select
@@ -55,6 +57,7 @@ def run(sock: socket.socket, router_pid: int, tmp: str | None = None) -> None:
     configure_process()
     loop = WorkerLoop(sock, tmp)
     _log_to_router(loop)
+    _log_off_stdio()
     loop.install_breaks()
     os.register_at_fork(after_in_child=loop.forked)
     # A bare thread: threading.Thread's bookkeeping and start handshake were two
@@ -577,14 +580,67 @@ def _image_refused(error: PermissionError, account: str) -> str:
 
 
 def _detach_stdio() -> None:
-    """Point fds 0-2 at /dev/null: they are the daemon's log, and a user's code could
-    write whole forged lines to it. (The worker's own log records go to the router as
-    log frames, see _FrameLogHandler; only what cannot be sent so is lost.)"""
+    """Point fds 0-2 at /dev/null and let go of the log's own (_log_off_stdio): they are the
+    daemon's log, and a user's code could write whole forged lines to it. (The worker's own
+    log records go to the router as log frames, see _FrameLogHandler; only what cannot be
+    sent so is lost.)"""
+    faulthandler.disable()
+    log_stream = _set_fallback_stream(sys.__stderr__)   # fd 2: /dev/null from here
+    if isinstance(log_stream, _LogFile):
+        log_stream.close()
     null = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(null, fd)
     if null > 2:
         os.close(null)
+
+
+def _log_off_stdio() -> None:
+    """fds 1 and 2 to /dev/null, the log kept on a descriptor of its own: a thread or
+    subprocess of the user's writing there between calls wrote unbounded, unescaped bytes
+    into the daemon's log (during a call they are its output: descriptors). The log's own
+    descriptor takes the records the router cannot be sent, and faulthandler's dump of a
+    crash (a segfault, an abort), so that one stays diagnosable."""
+    log_stream = _LogFile(os.dup(2))   # not inherited
+    _set_fallback_stream(log_stream)
+    faulthandler.enable(file=log_stream)
+    null = os.open(os.devnull, os.O_WRONLY)
+    for fd in (1, 2):
+        os.dup2(null, fd)
+    os.close(null)
+
+
+class _LogFile:
+    """The log's own descriptor, as the fallback handler's stream and faulthandler's file.
+    Unbuffered, and a write that fails is dropped: once the code closed the descriptor
+    (os.closerange), logging's report of the error went to that same log, without end."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+
+    def write(self, text: str) -> int:
+        with contextlib.suppress(OSError):
+            os.write(self.fd, text.encode("utf-8", "backslashreplace"))
+        return len(text)
+
+    def flush(self) -> None:
+        pass
+
+    def fileno(self) -> int:
+        return self.fd
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):
+            os.close(self.fd)
+
+
+def _set_fallback_stream(stream):
+    """Where _FrameLogHandler's fallback writes from now; the stream it wrote to, or None."""
+    fallback = next((handler.fallback for handler in logging.getLogger().handlers
+                     if isinstance(handler, _FrameLogHandler)), None)
+    if isinstance(fallback, logging.StreamHandler):
+        return fallback.setStream(stream)
+    return None
 
 
 PARTIAL_CAP = 8192   # characters of an unended line a _LoggedStream holds before logging it

@@ -19,6 +19,7 @@ from gsmcpd.protocol import negotiate_version
 from gsmcpd.raised import raised, raised_importing
 from gsmcpd.wire import jsonrpc
 from gsmcpd.wire.jsonrpc import INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND
+from gsmcpd.worker import descriptors
 from gsmcpd.worker.registry import Tool, ToolRegistry, json_type
 from gsmcpd.worker.tool_plans import plan_of
 from gsmcpd.worker.toolset import (BREAKS, ToolError, Toolset, did_you_mean, raise_if_break,
@@ -87,6 +88,7 @@ def other_threads() -> frozenset:
     except OSError:   # no /proc: the threads Python knows of
         alive = {thread.native_id for thread in threading.enumerate()}
     alive.discard(threading.get_native_id())
+    alive.discard(descriptors.drain_thread())   # the worker's own, made at the first call
     return frozenset(alive)
 
 

@@ -21,6 +21,7 @@ from gsmcpd.image import own, splice
 from gsmcpd.image.splice import NESTED_TOO_DEEPLY, nested_too_deeply
 from gsmcpd.raised import exception_text, traceback_text
 from gsmcpd.worker.capture import Capture
+from gsmcpd.worker.descriptors import DescriptorCapture
 from gsmcpd.worker import compile_site
 from gsmcpd.worker.memory_limit import data_limit_note
 from gsmcpd.worker.registry import Tool
@@ -131,7 +132,7 @@ class ExecutionToolset(Toolset):
         stdout, stderr = Capture(OUTPUT_CAP), Capture(OUTPUT_CAP)
         has_value, value = False, None
         try:
-            with redirect_stdout(stdout), redirect_stderr(stderr):
+            with redirect_stdout(stdout), redirect_stderr(stderr), DescriptorCapture(stdout, stderr):
                 exec(body, self.namespace)
                 if final_expression is not None:
                     value = eval(final_expression, self.namespace)

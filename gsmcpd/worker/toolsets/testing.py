@@ -50,6 +50,7 @@ from contextlib import redirect_stderr, redirect_stdout
 from gsmcpd.image import catalog, own
 from gsmcpd.raised import STR_FAILED, exception_text, raised, traceback_text
 from gsmcpd.worker.capture import Capture
+from gsmcpd.worker.descriptors import DescriptorCapture
 from gsmcpd.worker.paging import PAGED, offset_prop, page_of
 from gsmcpd.worker.registry import Tool
 from gsmcpd.worker.toolset import (BREAKS, HardBreak, ToolError, Toolset, array_prop, carry_partial,
@@ -873,7 +874,7 @@ class TestingToolset(Toolset):
         result = _Result(test_done, tracebacks)
         result.output = output = Capture(OUTPUT_CAP)
         try:
-            with redirect_stdout(output), redirect_stderr(output):
+            with redirect_stdout(output), redirect_stderr(output), DescriptorCapture(output, output):
                 try:
                     ModuleFixtureSuite(tests).run(result)
                 except BaseException as error:   # a class or module fixture's, or the break
