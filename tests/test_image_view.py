@@ -1301,3 +1301,13 @@ def test_abort_forgets_what_the_import_system_cached_for_its_entries_with_the_ho
         assert isinstance(sys.path_importer_cache[entry], type(view._path_hook(entry)))
     finally:
         sys.path_hooks.remove(TakesAnything)
+
+
+def test_set_source_of_a_module_the_image_lacks_is_refused_and_the_view_stays_usable(image, views):
+    view = views(image)
+    with pytest.raises(ValueError, match="zoo.nonexistent"):
+        view.set_source("zoo.nonexistent", "X = 1\n")
+    assert None not in view.texts
+    assert not view.has_changes and view.changed_modules() == []
+    edited(view, "zoo.animals", 'return "woof"', 'return "WOOF"')
+    assert view.commit() == ["zoo.animals"]

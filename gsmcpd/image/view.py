@@ -450,6 +450,9 @@ class View:
         """Change a module's text in this view; `live` says the live objects
         already reflect it (so a later reload leaves them alone)."""
         rel = self.relpath(module)
+        if rel is None:   # a None file in `texts` failed status and commit for the session's life
+            raise ValueError(f"no module {module!r} in the image: set_source changes an existing "
+                             f"module's text (add_module makes a new one)")
         old_defs = self._derived.get((module, "defs"))   # the last edit's, most likely of the live text
         self._texts_changing()
         self.texts[rel] = text
