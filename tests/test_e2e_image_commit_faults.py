@@ -743,3 +743,33 @@ def test_a_change_to_an_immutable_module_is_refused_whole_kept_and_commits_once_
     assert client.tool("commit")["structuredContent"]["committed"] == ["shop.models"]
     assert "def shout(self):" in models.read_text()
 
+
+
+# The journal append fails once, past the commit point (the disk full): answered committed,
+# left pending on disk.
+JOURNAL_FULL_ONCE = """
+import errno
+import gsmcpd.image.store as store
+import pets
+real_append = store.ImageStore._append_journal
+def full_once(self, *args):
+    store.ImageStore._append_journal = real_append
+    raise OSError(errno.ENOSPC, "No space left on device")
+store.ImageStore._append_journal = full_once
+pets.__spec__.loader.view.set_source("pets", "SOUND = 'meow'\\n", live=False)
+"""
+
+
+def test_a_commit_with_nothing_to_write_finishes_one_left_pending_on_disk(tmp_path):
+    # It said "Nothing to commit" and left the intent until another real commit or a restart.
+    image = write_image(tmp_path / "image", {"pets.py": "SOUND = 'woof'\n"})
+    with Daemon(tmp_path, env={"GS_MCP_IMAGE": str(image)}) as daemon:
+        a = session(daemon)
+        assert not a.tool("execute_code", code=JOURNAL_FULL_ONCE).get("isError")
+        committed = a.tool("commit")
+        assert not committed.get("isError") and (image / ".gsmcpd" / "commit.intent").exists(), committed
+        nothing = a.tool("commit")
+        assert "Nothing to commit" in tool_text(nothing), nothing
+        assert not (image / ".gsmcpd" / "commit.intent").exists()
+        assert [entry["session"] for entry in journal(image)] == [a.session]
+        assert (image / "pets.py").read_text() == "SOUND = 'meow'\n"

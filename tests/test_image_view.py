@@ -1311,3 +1311,23 @@ def test_set_source_of_a_module_the_image_lacks_is_refused_and_the_view_stays_us
     assert not view.has_changes and view.changed_modules() == []
     edited(view, "zoo.animals", 'return "woof"', 'return "WOOF"')
     assert view.commit() == ["zoo.animals"]
+
+
+def test_a_commit_with_nothing_to_write_finishes_one_left_pending_on_disk(image, views, monkeypatch):
+    # The journal append failed past the commit point (ENOSPC): answered committed, left
+    # pending. A commit with nothing to write left it so until the next real commit.
+    from gsmcpd.image import store as store_module
+    a = views(image, "a")
+    edited(a, "zoo.animals", 'return "woof"', 'return "A"')
+    real_append = store_module.ImageStore._append_journal
+
+    def disk_full_once(self, *args):
+        monkeypatch.setattr(store_module.ImageStore, "_append_journal", real_append)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(store_module.ImageStore, "_append_journal", disk_full_once)
+    assert a.commit() == ["zoo.animals"]
+    assert os.path.exists(a.store.intent_file)             # decided, not yet finished on disk
+    assert a.commit() == []
+    assert not os.path.exists(a.store.intent_file)
+    assert [record["session"] for record in a.store.journal()] == ["a"]

@@ -927,6 +927,8 @@ class View:
                     with contextlib.suppress(OSError):   # what failed the commit is what is said
                         self._load_snapshot(snapshot=read_back[0] if read_back else None)
                 raise
+        else:
+            self._finish_left_pending()
         # Read under the commit's lock; else (it failed, or nothing was to be written) now.
         self._load_snapshot(snapshot=read_back[0] if read_back else None)
         written = _modules_of(rel for rel in changed if rel not in already)
@@ -937,6 +939,18 @@ class View:
         self.already_committed = [module for module in self.already_committed if module not in self.brought_in]
         self._reload()
         return written
+
+    def _finish_left_pending(self) -> None:
+        """Finish a commit left pending on disk (its journal append failed past the commit
+        point), as a commit that writes does first: one with nothing to write left it
+        pending until the next real commit or a restart."""
+        if not os.path.exists(self.store.intent_file):   # the common case: no lock taken
+            return
+        try:
+            self.store.finish_pending()
+        except OSError as error:   # every snapshot still reads it as finished
+            log.warning("session %s: a commit pending on disk is left to the next commit to "
+                        "finish: %s", self.session_id[:8], error)
 
     def _overtaken(self, stand: tuple | None, already: list[str]) -> list[str]:
         """The modules of this view's commit (`stand`: the base it made) whose files the view
