@@ -5,6 +5,7 @@ import os
 import queue
 import socket
 import threading
+import time
 
 import jwt
 import pytest
@@ -338,6 +339,23 @@ def test_a_server_that_drips_its_answer_is_cut_off_at_the_deadline(server, loop,
     server.drip = False
     clock.now += 10
     assert refresh_and_wait(keys, loop).ok
+
+
+def test_a_socket_timeout_seen_before_the_deadline_s_timer_ran_is_told_as_the_deadline(monkeypatch):
+    # After a stall (a loaded machine), a socket's own timeout, equal to the fetch's, may
+    # be seen before the deadline's timer thread has run: the reason was the socket's
+    # ("The handshake operation timed out"), the wording hanging on which thread ran first.
+    url = "https://idp.test/jwks.json"
+
+    def timed_out_late(url, ca_file, timeout, deadline):
+        time.sleep(timeout + 0.05)   # the fetch's time is up
+        raise JwksError(f"GET {url}: _ssl.c:989: The handshake operation timed out")
+
+    monkeypatch.setattr(jwks_module._Deadline, "_expire", lambda self: None)   # its thread not run yet
+    monkeypatch.setattr(jwks_module, "_get", timed_out_late)
+    with pytest.raises(JwksError) as raised:
+        jwks_module.fetch_https_json(url, timeout=0.1)
+    assert str(raised.value) == f"GET {url}: no complete answer within 0.1 s"
 
 
 def test_http_error_status_is_reported(server, loop):

@@ -114,14 +114,22 @@ class _Deadline:
 
     def __init__(self, seconds: float):
         self.expired = False
+        self._seconds, self._ends = seconds, None
         self._lock = threading.Lock()
         self._watched: list[socket.socket] = []
         self._timer = threading.Timer(seconds, self._expire)
         self._timer.daemon = True
 
     def __enter__(self) -> "_Deadline":
+        self._ends = time.monotonic() + self._seconds
         self._timer.start()
         return self
+
+    @property
+    def passed(self) -> bool:
+        """Expired, or its time is up though the timer's thread has not run yet: after a
+        stall (a loaded machine) a socket's own timeout, equal to it, may be seen first."""
+        return self.expired or time.monotonic() >= self._ends
 
     def __exit__(self, *exc) -> None:
         self._timer.cancel()
@@ -179,12 +187,13 @@ def fetch_https_json(url: str, *, ca_file: str | None = None, timeout: float = 1
     if not url.lower().startswith("https://"):
         raise JwksError(f"key URLs must be https: {url}")
     with _Deadline(timeout) as deadline:
+        body = None
         try:
             body = _get(url, ca_file, timeout, deadline)
         except JwksError:
-            if not deadline.expired:
+            if not deadline.passed:   # a failure of its own, told as it is
                 raise
-        if deadline.expired:   # a cut-off answer may look complete: refuse it whatever it held
+        if body is None or deadline.expired:   # a cut-off answer may look complete: refuse it whatever it held
             raise JwksError(f"GET {url}: no complete answer within {timeout:g} s")
     try:
         document = json.loads(body)
