@@ -3,6 +3,7 @@
     python -m bench.large_image                     # 300 modules x 20 classes x 10 methods
     python -m bench.large_image --modules 1000 --methods 20 --big-lines 20000
     python -m bench.large_image --keep /tmp/big     # leave the image (and state) there
+    python -m bench.large_image --changes --against /tmp/old-checkout   # see large_changes.py
 
 It writes an image (`big/m0000.py` ... plus one `big/huge.py` of some --big-lines lines
 and a `big/test_big.py` TestCase), starts `python -m gsmcpd serve` on it with this
@@ -107,12 +108,12 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def start_daemon(image: Path, state: Path, port: int) -> subprocess.Popen:
+def start_daemon(image: Path, state: Path, port: int, checkout: Path = REPO) -> subprocess.Popen:
     env = dict(os.environ, GS_MCP_IMAGE=str(image), GS_MCP_STATE_DIR=str(state),
-               PYTHONPATH=str(REPO), GS_MCP_REQUEST_TIMEOUT="600")
+               PYTHONPATH=str(checkout), GS_MCP_REQUEST_TIMEOUT="600")
     log = open(state.parent / "daemon.log", "ab")
     proc = subprocess.Popen([sys.executable, "-m", "gsmcpd", "serve", "--port", str(port)],
-                            env=env, cwd=str(REPO), stdout=log, stderr=subprocess.STDOUT,
+                            env=env, cwd=str(checkout), stdout=log, stderr=subprocess.STDOUT,
                             start_new_session=True)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:
@@ -230,12 +231,23 @@ def main(argv=None) -> int:
     parser.add_argument("--big-lines", type=int, default=20000)
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--keep", type=Path, help="write the image and state here and leave them")
+    parser.add_argument("--changes", action="store_true",
+                        help="time only delete_method, describe_class, find_senders and commits of 1 and "
+                             "50 modules, for this checkout and each --against one, interleaved")
+    parser.add_argument("--against", type=Path, action="append", default=[], metavar="CHECKOUT",
+                        help="with --changes: another checkout of gsmcpd to time beside this one")
     args = parser.parse_args(argv)
     if args.modules < 2 or args.classes < 2 or args.methods < 2 or args.big_lines < 120:
         parser.error("the operations need --modules, --classes and --methods of 2 or more, "
                      "--big-lines of 120 or more")
+    if args.against and not args.changes:
+        parser.error("--against is for --changes")
     root = args.keep or Path(tempfile.mkdtemp(prefix="gsmcpd-large-"))
     try:
+        if args.changes:
+            from bench import large_changes   # it imports this module
+            large_changes.run(args, root)
+            return 0
         image, state = root / "image", root / "state"
         if not image.exists():
             write_image(image, args.modules, args.classes, args.methods, args.big_lines)

@@ -508,6 +508,22 @@ def test_large_image_times_every_operation_on_a_tiny_image(tmp_path, capsys):
     assert "worker PSS" in capsys.readouterr().out
 
 
+def test_large_image_changes_times_each_call_for_each_checkout(tmp_path):
+    # --changes --against: every call timed for this checkout and the other (here this
+    # one again), each in its own image copy; run raises on a tool answering isError.
+    import argparse
+
+    from bench import large_changes
+    args = argparse.Namespace(
+        modules=2, classes=2, methods=2, big_lines=120, repeats=1, against=[REPO])
+    rows = large_changes.run(args, tmp_path)
+    assert {(label.split(" (")[0], checkout) for label, checkout, _, _ in rows} == {
+        (label, checkout) for label in ("describe_class", "find_senders", "delete_method",
+                                        "commit of 1 changed module", "commit of 2 changed modules")
+        for checkout in ("this", str(REPO))}
+    assert len(rows) == 12 and all(median > 0 for _, _, median, _ in rows)
+
+
 def test_procs_finds_a_child_whose_name_holds_spaces_and_parentheses_and_its_cpu_time():
     import os
     import subprocess
